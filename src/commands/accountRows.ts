@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto'
+import type { AuditEntry } from '../domain/audit.js'
+import { ServiceError } from '../domain/errors.js'
+import { homeDomain, type Account, type PrincipalType } from '../domain/principals.js'
+import { insertAccount } from '../storage/accounts.js'
+import { UNIQUE_VIOLATION, sqlState, violatedConstraint, type Queryable } from '../storage/db.js'
+import { insertRule } from '../storage/policyRows.js'
+import { ensureSubRole } from '../storage/subRoles.js'
+import type { MemoryChange, PlannedWrite } from './writeQueue.js'
+
+export interface AccountDraft {
+  email: string
+  password_hash: string
+  name: string
+  phone: string | null
+  principal_type: PrincipalType
+  merchant_id: string | null
+  sub_role_code: string
+  parent_role: PrincipalType | null
+  created_by: string | null
+}
+
+/**
+ * Inserts an account with its sub-role assignment (`g, <user>, <sub-role>, <home domain>`)
+ * and plans the memory change; the audit entry is the caller's to add.
+ */
+export async function writeAccount(tx: Queryable, draft: AccountDraft): Promise<{ account: Account; memory: MemoryChange[] }> {
+  await ensureSubRole(tx, draft.sub_role_code)
+  let account: Account
+  try {
+    account = await insertAccount(tx, { id: randomUUID(), ...draft })
+  } catch (error) {
+    if (sqlState(error) === UNIQUE_VIOLATION && violatedConstraint(error) !== 'admin_accounts_one_super_admin') {
+      throw new ServiceError('EMAIL_TAKEN')
+    }
+    if (sqlState(error) === UNIQUE_VIOLATION) throw new ServiceError('MERCHANT_EXISTS')
+    throw error
+  }
+  const assignment = [account.id, account.sub_role_code, homeDomain(account)]
+  await insertRule(tx, 'g', assignment)
+  return { account, memory: [{ op: 'add', ptype: 'g', values: assignment }] }
+}
+
+export function accountCreated(
+  account: Account,
+  memory: MemoryChange[],
+  audit: AuditEntry,
+  remember: (account: Account) => void,
+): PlannedWrite<Account> {
+  return { changed: true, audit: [audit], memory, result: account, afterCommit: () => remember(account) }
+}

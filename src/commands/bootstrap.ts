@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto'
+import { SYSTEM_ACTOR } from '../domain/audit.js'
+import { GLOBAL_DOMAIN, ROOT_SUB_ROLE, type Account } from '../domain/principals.js'
+import { countAccounts, systemSuperAdminExists } from '../storage/accounts.js'
+import { accountCreated, writeAccount } from './accountRows.js'
+import type { CommandContext } from './context.js'
+
+export interface BootstrapInput {
+  email: string
+  password: string
+  name?: string | undefined
+}
+
+export type BootstrapResult = { created: true; account: Account } | { created: false }
+
+/** Creates the system-owner `super_admin` unless one exists (idempotent, safe to run at every start). */
+export async function bootstrapSystemOwner(ctx: CommandContext, input: BootstrapInput): Promise<BootstrapResult> {
+  if (await systemSuperAdminExists(ctx.db)) return { created: false }
+  const passwordHash = await ctx.passwords.hash(input.password)
+  const outcome = await ctx.writes.run(async (tx) => {
+    // Re-checked under the revision lock's transaction: two starts at once create one account.
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext(current_schema() || \':bootstrap\'))')
+    if (await systemSuperAdminExists(tx)) {
+      return { changed: false, audit: [], memory: [], result: null }
+    }
+    const { account, memory } = await writeAccount(tx, {
+      email: input.email,
+      password_hash: passwordHash,
+      name: input.name ?? 'System owner',
+      phone: null,
+      principal_type: 'system_owner',
+      merchant_id: null,
+      sub_role_code: ROOT_SUB_ROLE,
+      parent_role: null,
+      created_by: null,
+    })
+    return accountCreated(
+      account,
+      memory,
+      {
+        action: 'register',
+        target_type: 'user',
+        target_id: account.id,
+        obj: null,
+        act: null,
+        domain: GLOBAL_DOMAIN,
+        actor: SYSTEM_ACTOR,
+      },
+      (created) => ctx.accounts.put(created),
+    )
+  })
+  return outcome.result === null ? { created: false } : { created: true, account: outcome.result }
+}
+
+/**
+ * First start on an empty embedded store with no bootstrap settings: creates
+ * `admin@example.com` with a random password, which the caller prints once.
+ */
+export async function createFirstAdmin(ctx: CommandContext): Promise<{ email: string; password: string } | null> {
+  if ((await countAccounts(ctx.db)) > 0) return null
+  const credentials = { email: 'admin@example.com', password: randomBytes(12).toString('base64url') }
+  const result = await bootstrapSystemOwner(ctx, credentials)
+  return result.created ? credentials : null
+}

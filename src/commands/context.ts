@@ -1,0 +1,26 @@
+import type { Actor } from '../domain/audit.js'
+import type { Account } from '../domain/principals.js'
+import type { PermissionEngine } from '../engine/engine.js'
+import type { PasswordHasher } from '../security/passwords.js'
+import type { AccountDirectory } from '../storage/accountDirectory.js'
+import type { Database } from '../storage/db.js'
+import type { WriteQueue } from './writeQueue.js'
+
+/** What the commands work with; built once by compose.ts. */
+export interface CommandContext {
+  db: Database
+  engine: PermissionEngine
+  accounts: AccountDirectory
+  passwords: PasswordHasher
+  writes: WriteQueue
+}
+
+/** The authenticated admin making a request, and where from. */
+export interface Caller {
+  account: Account
+  ip: string | null
+}
+
+export function actorOf(caller: Caller): Actor {
+  return { id: caller.account.id, type: caller.account.principal_type, ip: caller.ip }
+}

@@ -1,0 +1,56 @@
+import { ServiceError } from '../domain/errors.js'
+import { isReservedMerchantId } from '../domain/identifiers.js'
+import { ROOT_SUB_ROLE, type Account } from '../domain/principals.js'
+import { emailTaken } from '../storage/accounts.js'
+import { insertMerchant, merchantExists } from '../storage/merchants.js'
+import { accountCreated, writeAccount } from './accountRows.js'
+import type { CommandContext } from './context.js'
+import type { Actor } from '../domain/audit.js'
+
+export interface OnboardMerchantInput {
+  merchant_id: string
+  email: string
+  password: string
+  name: string
+  phone?: string | undefined
+}
+
+/** Creates a merchant and its `super_admin`: a merchant exists once its super_admin does. */
+export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: OnboardMerchantInput): Promise<Account> {
+  if (actor.type !== 'system_owner' && actor.type !== 'system') throw new ServiceError('PRINCIPAL_TYPE_DENIED')
+  if (isReservedMerchantId(input.merchant_id)) {
+    throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'merchant_id', message: 'reserved' }])
+  }
+  if (await merchantExists(ctx.db, input.merchant_id)) throw new ServiceError('MERCHANT_EXISTS')
+  if (await emailTaken(ctx.db, input.email)) throw new ServiceError('EMAIL_TAKEN')
+  const passwordHash = await ctx.passwords.hash(input.password)
+  const outcome = await ctx.writes.run(async (tx) => {
+    if (!(await insertMerchant(tx, input.merchant_id))) throw new ServiceError('MERCHANT_EXISTS')
+    const { account, memory } = await writeAccount(tx, {
+      email: input.email,
+      password_hash: passwordHash,
+      name: input.name,
+      phone: input.phone ?? null,
+      principal_type: 'merchant',
+      merchant_id: input.merchant_id,
+      sub_role_code: ROOT_SUB_ROLE,
+      parent_role: 'system_owner',
+      created_by: actor.type === 'system' ? null : actor.id,
+    })
+    return accountCreated(
+      account,
+      memory,
+      {
+        action: 'onboard',
+        target_type: 'user',
+        target_id: account.id,
+        obj: null,
+        act: null,
+        domain: input.merchant_id,
+        actor,
+      },
+      (created) => ctx.accounts.put(created),
+    )
+  })
+  return outcome.result
+}

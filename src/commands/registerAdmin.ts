@@ -1,0 +1,51 @@
+import { ServiceError } from '../domain/errors.js'
+import { homeDomain, type Account } from '../domain/principals.js'
+import { placeNewAdmin } from '../domain/registration.js'
+import { emailTaken } from '../storage/accounts.js'
+import { merchantExists } from '../storage/merchants.js'
+import { accountCreated, writeAccount } from './accountRows.js'
+import { actorOf, type Caller, type CommandContext } from './context.js'
+
+export interface RegisterAdminInput {
+  email: string
+  password: string
+  name: string
+  phone?: string | undefined
+  sub_role_code: string
+  merchant_id?: string | undefined
+}
+
+export async function registerAdmin(ctx: CommandContext, caller: Caller, input: RegisterAdminInput): Promise<Account> {
+  const placement = placeNewAdmin(caller.account, input)
+  if (placement.merchant_id !== null && !(await merchantExists(ctx.db, placement.merchant_id))) {
+    throw new ServiceError('MERCHANT_NOT_FOUND', { merchant_id: placement.merchant_id })
+  }
+  if (await emailTaken(ctx.db, input.email)) throw new ServiceError('EMAIL_TAKEN')
+  const passwordHash = await ctx.passwords.hash(input.password)
+  const outcome = await ctx.writes.run(async (tx) => {
+    const { account, memory } = await writeAccount(tx, {
+      email: input.email,
+      password_hash: passwordHash,
+      name: input.name,
+      phone: input.phone ?? null,
+      ...placement,
+      sub_role_code: input.sub_role_code,
+      created_by: caller.account.id,
+    })
+    return accountCreated(
+      account,
+      memory,
+      {
+        action: 'register',
+        target_type: 'user',
+        target_id: account.id,
+        obj: null,
+        act: null,
+        domain: homeDomain(account),
+        actor: actorOf(caller),
+      },
+      (created) => ctx.accounts.put(created),
+    )
+  })
+  return outcome.result
+}

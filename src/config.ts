@@ -1,0 +1,136 @@
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+
+/** The environment the service reads; nothing else reads process.env. */
+const EnvSchema = Type.Object({
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  HOST: Type.String({ default: '0.0.0.0' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 16 })),
+  JWT_PUBLIC_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  JWT_JWKS_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  JWT_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
+  JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
+  JWT_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400 * 7, default: 3600 }),
+  BOOTSTRAP_ADMIN_EMAIL: Type.Optional(Type.String({ minLength: 3 })),
+  BOOTSTRAP_ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8 })),
+  DEFAULT_LOCALE: Type.String({ default: 'en', pattern: '^[a-z]{2}(-[A-Za-z]{2})?$' }),
+  MODEL_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  TRUST_PROXY: Type.Optional(Type.String()),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+  LOGIN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
+})
+type Env = Static<typeof EnvSchema>
+
+export type StorageConfig =
+  | { kind: 'postgres'; url: string }
+  | { kind: 'pglite'; dataDir: string | null }
+
+export type JwtConfig =
+  | { mode: 'secret'; secret: string; generated: boolean }
+  | { mode: 'public-key'; publicKey: string }
+  | { mode: 'jwks'; jwksUrl: string }
+
+export interface Config {
+  storage: StorageConfig
+  host: string
+  port: number
+  jwt: JwtConfig
+  jwtIssuer: string | undefined
+  jwtAudience: string | undefined
+  tokenTtlSeconds: number
+  bootstrapAdmin: { email: string; password: string } | null
+  defaultLocale: string
+  modelPath: string
+  trustProxy: boolean | string
+  logLevel: string
+  loginRateLimitPerMinute: number
+}
+
+export class ConfigError extends Error {}
+
+const repositoryRoot = fileURLToPath(new URL('..', import.meta.url))
+
+export function parseStorageUrl(url: string | undefined): StorageConfig {
+  if (url === undefined) return { kind: 'pglite', dataDir: resolve('data') }
+  if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', url }
+  if (url === 'pglite://memory') return { kind: 'pglite', dataDir: null }
+  if (url.startsWith('pglite://')) return { kind: 'pglite', dataDir: resolve(url.slice('pglite://'.length)) }
+  throw new ConfigError('DATABASE_URL must start with postgres://, postgresql:// or pglite://')
+}
+
+function readEnv(source: Record<string, string | undefined>): Env {
+  const raw: Record<string, unknown> = {}
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = source[key]
+    if (value !== undefined && value !== '') raw[key] = value
+  }
+  const converted = Value.Convert(EnvSchema, Value.Default(EnvSchema, raw))
+  const problems = [...Value.Errors(EnvSchema, converted)]
+  if (problems.length > 0) {
+    const list = problems.map((p) => `${p.path.slice(1) || '(env)'}: ${p.message}`).join('; ')
+    throw new ConfigError(`invalid environment: ${list}`)
+  }
+  return converted as Env
+}
+
+/**
+ * With no key configured, an embedded store keeps one random HS256 secret in
+ * its data folder, so tokens survive restarts; an in-memory store gets a fresh
+ * one per process.
+ */
+function resolveJwt(env: Env, storage: StorageConfig): JwtConfig {
+  const configured = [env.JWT_SECRET, env.JWT_PUBLIC_KEY, env.JWT_JWKS_URL].filter((v) => v !== undefined)
+  if (configured.length > 1) throw new ConfigError('set only one of JWT_SECRET, JWT_PUBLIC_KEY, JWT_JWKS_URL')
+  if (env.JWT_SECRET !== undefined) return { mode: 'secret', secret: env.JWT_SECRET, generated: false }
+  if (env.JWT_PUBLIC_KEY !== undefined) return { mode: 'public-key', publicKey: env.JWT_PUBLIC_KEY.replace(/\\n/g, '\n') }
+  if (env.JWT_JWKS_URL !== undefined) return { mode: 'jwks', jwksUrl: env.JWT_JWKS_URL }
+  if (storage.kind === 'postgres') {
+    throw new ConfigError('with DATABASE_URL=postgres://… set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL')
+  }
+  if (storage.dataDir === null) return { mode: 'secret', secret: randomBytes(32).toString('hex'), generated: true }
+  mkdirSync(storage.dataDir, { recursive: true })
+  const file = join(storage.dataDir, 'jwt-secret')
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' })
+  return { mode: 'secret', secret: readFileSync(file, 'utf8').trim(), generated: true }
+}
+
+/** `true`, `false`, or a comma-separated list of proxy addresses or CIDR ranges to trust. */
+function parseTrustProxy(value: string | undefined): boolean | string {
+  if (value === undefined || value === 'false') return false
+  if (value === 'true') return true
+  return value
+}
+
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  const env = readEnv(source)
+  const storage = parseStorageUrl(env.DATABASE_URL)
+  const hasEmail = env.BOOTSTRAP_ADMIN_EMAIL !== undefined
+  const hasPassword = env.BOOTSTRAP_ADMIN_PASSWORD !== undefined
+  if (hasEmail !== hasPassword) throw new ConfigError('set both BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD, or neither')
+  return {
+    storage,
+    host: env.HOST,
+    port: env.PORT,
+    jwt: resolveJwt(env, storage),
+    jwtIssuer: env.JWT_ISSUER,
+    jwtAudience: env.JWT_AUDIENCE,
+    tokenTtlSeconds: env.JWT_TTL_SECONDS,
+    bootstrapAdmin:
+      env.BOOTSTRAP_ADMIN_EMAIL !== undefined && env.BOOTSTRAP_ADMIN_PASSWORD !== undefined
+        ? { email: env.BOOTSTRAP_ADMIN_EMAIL, password: env.BOOTSTRAP_ADMIN_PASSWORD }
+        : null,
+    defaultLocale: env.DEFAULT_LOCALE,
+    modelPath: resolve(env.MODEL_PATH ?? join(repositoryRoot, 'model.conf')),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    logLevel: env.LOG_LEVEL,
+    loginRateLimitPerMinute: env.LOGIN_RATE_LIMIT_PER_MINUTE,
+  }
+}

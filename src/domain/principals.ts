@@ -1,0 +1,35 @@
+/** Who callers and accounts are, and which domain each belongs to. */
+export const PRINCIPAL_TYPES = ['system_owner', 'merchant'] as const
+export type PrincipalType = (typeof PRINCIPAL_TYPES)[number]
+
+/** The domain of platform-wide grants; no merchant may take this id. */
+export const GLOBAL_DOMAIN = 'global'
+
+export const ROOT_SUB_ROLE = 'super_admin'
+
+export interface Account {
+  id: string
+  email: string
+  name: string
+  phone: string | null
+  principal_type: PrincipalType
+  merchant_id: string | null
+  sub_role_code: string
+  parent_role: PrincipalType | null
+  created_by: string | null
+  created_at: Date
+}
+
+/** A user's home domain: its merchant id, or `global` for system-owner users. */
+export function homeDomain(account: Pick<Account, 'principal_type' | 'merchant_id'>): string {
+  return account.principal_type === 'merchant' && account.merchant_id !== null ? account.merchant_id : GLOBAL_DOMAIN
+}
+
+/** Whether `caller` may see or manage `target` at all (tenant isolation). */
+export function canReachAccount(
+  caller: Pick<Account, 'principal_type' | 'merchant_id'>,
+  target: Pick<Account, 'principal_type' | 'merchant_id'>,
+): boolean {
+  if (caller.principal_type === 'system_owner') return true
+  return target.principal_type === 'merchant' && target.merchant_id === caller.merchant_id
+}

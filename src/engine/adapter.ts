@@ -1,0 +1,69 @@
+import type { FilteredAdapter, Model } from 'casbin'
+import type { Queryable } from '../storage/db.js'
+import { iterateOverrides } from '../storage/overrides.js'
+import { iterateRules } from '../storage/policyRows.js'
+
+/** A filtered load: one merchant's domain plus `global`. */
+export interface DomainFilter {
+  domain: string
+}
+
+function isDomainFilter(value: unknown): value is DomainFilter {
+  return typeof value === 'object' && value !== null && typeof (value as DomainFilter).domain === 'string'
+}
+
+/**
+ * Loads `casbin_rule` and the per-user overrides into a Casbin model. Rows are
+ * streamed a page at a time and each row's fields are pushed as an array, so
+ * no value is ever re-parsed as CSV (commas, quotes and the like stay data).
+ * Writes never go through the adapter: commands write rows in their own
+ * transaction and then change the enforcer in memory.
+ */
+export class StorageAdapter implements FilteredAdapter {
+  private filtered = false
+
+  constructor(private readonly db: Queryable) {}
+
+  async loadPolicy(model: Model): Promise<void> {
+    this.filtered = false
+    await this.load(model, {})
+  }
+
+  async loadFilteredPolicy(model: Model, filter: unknown): Promise<void> {
+    if (!isDomainFilter(filter)) throw new Error('the filter must be { domain: string }')
+    this.filtered = true
+    await this.load(model, { domain: filter.domain })
+  }
+
+  isFiltered(): boolean {
+    return this.filtered
+  }
+
+  private async load(model: Model, options: { domain?: string }): Promise<void> {
+    for await (const row of iterateRules(this.db, options)) {
+      const assertion = model.model.get(row.ptype.charAt(0))?.get(row.ptype)
+      assertion?.policy.push(row.fields)
+    }
+    const p = model.model.get('p')?.get('p')
+    if (p === undefined) return
+    for await (const override of iterateOverrides(this.db, options)) {
+      p.policy.push([override.user_id, override.domain, override.obj, override.act, override.effect])
+    }
+  }
+
+  async savePolicy(): Promise<boolean> {
+    throw new Error('policy is written by the service commands, not saved through the adapter')
+  }
+
+  async addPolicy(): Promise<void> {
+    throw new Error('policy is written by the service commands, not through the adapter')
+  }
+
+  async removePolicy(): Promise<void> {
+    throw new Error('policy is written by the service commands, not through the adapter')
+  }
+
+  async removeFilteredPolicy(): Promise<void> {
+    throw new Error('policy is written by the service commands, not through the adapter')
+  }
+}

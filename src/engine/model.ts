@@ -1,0 +1,32 @@
+import { readFileSync } from 'node:fs'
+import { newModelFromString, type Model } from 'casbin'
+
+export class ModelError extends Error {}
+
+/** The sections the service relies on: requests and policies of (sub, dom, obj, act[, eft]) and a `g` with domains. */
+export function parseModel(text: string): Model {
+  let model: Model
+  try {
+    model = newModelFromString(text)
+  } catch (error) {
+    throw new ModelError(`the Casbin model does not parse: ${(error as Error).message}`)
+  }
+  const tokens = (sec: string, key: string) => model.model.get(sec)?.get(key)?.tokens ?? []
+  const request = tokens('r', 'r')
+  const policy = tokens('p', 'p')
+  if (request.length !== 4) throw new ModelError('the model needs r = sub, dom, obj, act')
+  if (policy.length !== 5 || !policy[4]?.endsWith('_eft')) throw new ModelError('the model needs p = sub, dom, obj, act, eft')
+  if (!model.model.get('g')?.get('g')) throw new ModelError('the model needs a role definition g = _, _, _')
+  if (!model.model.get('m')?.get('m')) throw new ModelError('the model needs a matcher m')
+  return model
+}
+
+export function readModel(path: string): { text: string; model: Model } {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new ModelError(`cannot read the Casbin model at ${path}: ${(error as Error).message}`)
+  }
+  return { text, model: parseModel(text) }
+}

@@ -1,0 +1,38 @@
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { ServiceError } from '../../domain/errors.js'
+import { permissionName, type PermissionDeclaration } from '../../domain/permissions.js'
+import { homeDomain, type PrincipalType } from '../../domain/principals.js'
+import type { PermissionEngine } from '../../engine/engine.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The permission the route requires, checked in the caller's home domain. */
+    permission?: PermissionDeclaration
+    /** Principal types allowed at all (e.g. only system owners onboard merchants). */
+    principalTypes?: readonly PrincipalType[]
+  }
+}
+
+/**
+ * The one guard: every route declares the permission it needs, and this hook
+ * asks the engine (root bypass, then Casbin) in the caller's home domain.
+ * Runs right after authentication, before the body is validated.
+ */
+const authorizationPlugin: FastifyPluginAsync<{ engine: PermissionEngine }> = async (app, { engine }) => {
+  app.addHook('onRequest', async (request) => {
+    const { permission, principalTypes } = request.routeOptions.config
+    const caller = request.caller
+    if (caller === null) return
+    const account = caller.account
+    if (principalTypes !== undefined && !principalTypes.includes(account.principal_type)) {
+      throw new ServiceError('PRINCIPAL_TYPE_DENIED', { principal_type: account.principal_type })
+    }
+    if (permission === undefined) return
+    if (!engine.decide(account, homeDomain(account), permission.obj, permission.act)) {
+      throw new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) })
+    }
+  })
+}
+
+export default fp(authorizationPlugin, { fastify: '5.x', name: 'authorization', dependencies: ['authentication'] })

@@ -1,0 +1,25 @@
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Localizer, Translate } from '../i18n/index.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    locale: string
+    t: Translate
+  }
+}
+
+/** Picks each request's locale and gives it its own fixed translator (no shared mutable state). */
+const localePlugin: FastifyPluginAsync<{ localizer: Localizer }> = async (app, { localizer }) => {
+  app.decorateRequest('locale', '')
+  app.decorateRequest('t', null as unknown as Translate)
+  app.addHook('onRequest', async (request) => {
+    const query = request.query as Record<string, unknown> | undefined
+    const lang = typeof query?.lang === 'string' ? query.lang : undefined
+    const header = request.headers['accept-language']
+    request.locale = localizer.negotiate(lang, typeof header === 'string' ? header : undefined)
+    request.t = localizer.translator(request.locale)
+  })
+}
+
+export default fp(localePlugin, { fastify: '5.x', name: 'locale' })

@@ -1,0 +1,44 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { login, type LoginContext } from '../../commands/login.js'
+import { ServiceError } from '../../domain/errors.js'
+import { success } from '../envelope.js'
+import { CommandBody, Email, Lang, responses } from '../schemas/common.js'
+
+const LoginBody = CommandBody(
+  'login',
+  Type.Object({ email: Email, password: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
+  { email: 'admin@example.com', password: 'correct horse battery staple' },
+)
+const TokenData = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+})
+
+export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMinute: number }> = async (app, options) => {
+  app.post(
+    '/v2/auth/login',
+    {
+      config: {
+        public: true,
+        rateLimit: {
+          max: options.perMinute,
+          timeWindow: 60_000,
+          errorResponseBuilder: (_request, context) => new ServiceError('RATE_LIMITED', { after: context.after }),
+        },
+      },
+      schema: {
+        tags: ['auth'],
+        summary: 'Exchange e-mail and password for an access token',
+        querystring: Type.Object({ lang: Lang }),
+        body: LoginBody,
+        response: responses(200, TokenData, [429]),
+      },
+    },
+    async (request) => {
+      const { token } = await login(options.login, request.body.data.email, request.body.data.password)
+      return success(token)
+    },
+  )
+}

@@ -1,0 +1,26 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ServiceError } from '../../domain/errors.js'
+import { success } from '../envelope.js'
+import { SuccessEnvelope } from '../schemas/common.js'
+
+const Status = SuccessEnvelope(Type.Object({ status: Type.String() }))
+
+export const healthRoutes: FastifyPluginAsyncTypebox<{ ready: () => Promise<boolean> }> = async (app, { ready }) => {
+  app.get(
+    '/healthz',
+    { config: { public: true }, schema: { tags: ['health'], summary: 'The process is up', response: { 200: Status } } },
+    async () => success({ status: 'ok' }),
+  )
+  app.get(
+    '/readyz',
+    {
+      config: { public: true },
+      schema: { tags: ['health'], summary: 'The database answers and the policy is loaded', response: { 200: Status, 503: Type.Ref('ErrorEnvelope') } },
+    },
+    async () => {
+      if (!(await ready())) throw new ServiceError('NOT_READY')
+      return success({ status: 'ready' })
+    },
+  )
+}

@@ -1,0 +1,74 @@
+import { Type, type TSchema } from '@sinclair/typebox'
+import {
+  DOMAIN_PATTERN,
+  MERCHANT_ID_PATTERN,
+  PERMISSION_PART_PATTERN,
+  SUB_ROLE_CODE_PATTERN,
+  UUID_PATTERN,
+} from '../../domain/identifiers.js'
+import { PRINCIPAL_TYPES } from '../../domain/principals.js'
+
+/** Shared schema atoms; request and response types come from `Static<typeof X>`. */
+export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ana@example.com'] })
+export const Password = Type.String({ minLength: 8, maxLength: 256 })
+export const Name = Type.String({ minLength: 1, maxLength: 200 })
+export const Phone = Type.String({ minLength: 1, maxLength: 40, pattern: '^[0-9+()\\-. ]+$' })
+export const SubRoleCode = Type.String({ pattern: SUB_ROLE_CODE_PATTERN, examples: ['support_agent'] })
+export const MerchantId = Type.String({ pattern: MERCHANT_ID_PATTERN, examples: ['m-1001'] })
+export const Domain = Type.String({ pattern: DOMAIN_PATTERN, examples: ['global', 'm-1001'] })
+export const UserId = Type.String({ pattern: UUID_PATTERN, examples: ['3f0c4b7e-9a3b-4c7e-9d2a-1b2c3d4e5f60'] })
+export const Obj = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['orders'] })
+export const Act = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['refund'] })
+export const PrincipalTypeSchema = Type.Union(PRINCIPAL_TYPES.map((p) => Type.Literal(p)))
+
+export const Lang = Type.Optional(Type.String({ maxLength: 35, description: 'Response locale; wins over Accept-Language' }))
+
+/** A command body: `{ command: <name>, data: {...} }`. */
+export function CommandBody<T extends TSchema>(name: string, data: T, example: Record<string, unknown>) {
+  return Type.Object(
+    { command: Type.Literal(name), data },
+    { additionalProperties: false, examples: [{ command: name, data: example }] },
+  )
+}
+
+export const Account = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  email: Type.String(),
+  name: Type.String(),
+  phone: Type.Union([Type.String(), Type.Null()]),
+  principal_type: PrincipalTypeSchema,
+  merchant_id: Type.Union([Type.String(), Type.Null()]),
+  sub_role_code: Type.String(),
+  parent_role: Type.Union([PrincipalTypeSchema, Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+})
+
+export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() })
+
+export const ErrorEnvelope = Type.Object(
+  {
+    response_code: Type.String({ examples: ['100'] }),
+    response_text: Type.String({ examples: ['The request is not valid.'] }),
+    errors: Type.Optional(Type.Array(FieldErrorSchema)),
+  },
+  { $id: 'ErrorEnvelope' },
+)
+
+export function SuccessEnvelope<T extends TSchema>(data: T) {
+  return Type.Object({
+    response_code: Type.Literal('001'),
+    response_text: Type.Literal('Success'),
+    data,
+  })
+}
+
+const errorRef = Type.Ref('ErrorEnvelope')
+
+/** Response schemas: the success shape plus the error envelope for the statuses a route can answer. */
+export function responses<T extends TSchema>(status: 200 | 201, data: T, errorStatuses: number[] = []) {
+  const result: Record<number, TSchema> = { [status]: SuccessEnvelope(data) }
+  for (const code of [400, 401, 403, ...errorStatuses]) result[code] = errorRef
+  return result
+}
+
+export const bearer = [{ bearerAuth: [] }]

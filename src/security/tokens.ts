@@ -1,0 +1,50 @@
+import { createSigner } from 'fast-jwt'
+import type { Account, PrincipalType } from '../domain/principals.js'
+
+/** The claims an access token carries; the sub-role never travels in it. */
+export interface AccessClaims {
+  sub: string
+  principal_type: PrincipalType
+  merchant_id?: string
+}
+
+export interface IssuedToken {
+  access_token: string
+  token_type: 'Bearer'
+  expires_in: number
+}
+
+export interface TokenIssuer {
+  issue(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'>, ttlSeconds?: number): IssuedToken
+}
+
+export interface TokenIssuerOptions {
+  secret: string
+  ttlSeconds: number
+  issuer?: string | undefined
+  audience?: string | undefined
+}
+
+export function claimsFor(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'>): AccessClaims {
+  return {
+    sub: account.id,
+    principal_type: account.principal_type,
+    ...(account.merchant_id !== null ? { merchant_id: account.merchant_id } : {}),
+  }
+}
+
+/** HS256 tokens signed with the configured secret (login and `cli token`). */
+export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
+  return {
+    issue(account, ttlSeconds = options.ttlSeconds) {
+      const sign = createSigner({
+        key: options.secret,
+        algorithm: 'HS256',
+        expiresIn: ttlSeconds * 1000,
+        ...(options.issuer !== undefined ? { iss: options.issuer } : {}),
+        ...(options.audience !== undefined ? { aud: options.audience } : {}),
+      })
+      return { access_token: sign({ ...claimsFor(account) }), token_type: 'Bearer', expires_in: ttlSeconds }
+    },
+  }
+}
