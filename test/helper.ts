@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto'
+import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
+import { buildService, type BuildOptions, type Service } from '../src/compose.js'
+import { loadConfig, type Config } from '../src/config.js'
+import type { Database } from '../src/storage/db.js'
+import { openPostgres } from '../src/storage/pg.js'
+import { openPGlite } from '../src/storage/pglite.js'
+import app from '../src/http/app.js'
+import type { Account } from '../src/domain/principals.js'
+
+/** The back end every test file runs on: PostgreSQL when DATABASE_URL says so, else an in-memory PGlite. */
+export const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
+export const backend: 'postgres' | 'pglite' = postgresUrl !== undefined ? 'postgres' : 'pglite'
+
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
+
+export const TEST_SECRET = 'test-secret-that-is-long-enough-0123456789'
+export const ROOT_EMAIL = 'root@example.com'
+export const ROOT_PASSWORD = 'root-password-123'
+
+/** A database of its own for one test file: a fresh schema on PostgreSQL, a fresh in-memory PGlite otherwise. */
+export async function freshDatabase(t: Teardown): Promise<Database & { schema?: string }> {
+  if (postgresUrl === undefined) {
+    const db = await openPGlite(null)
+    t.teardown(() => db.close())
+    return db
+  }
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const admin = openPostgres({ url: postgresUrl, max: 1 })
+  await admin.query(`CREATE SCHEMA ${schema}`)
+  const db = Object.assign(openPostgres({ url: postgresUrl, schema }), { schema })
+  t.teardown(async () => {
+    await db.close()
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`)
+    await admin.close()
+  })
+  return db
+}
+
+/** A second connection to the same database (PostgreSQL only), e.g. to play a second replica. */
+export function secondConnection(t: Teardown, db: { schema?: string }): Database {
+  if (postgresUrl === undefined || db.schema === undefined) throw new Error('a second connection needs PostgreSQL')
+  const other = openPostgres({ url: postgresUrl, schema: db.schema })
+  t.teardown(() => other.close())
+  return other
+}
+
+export function testConfig(env: Record<string, string | undefined> = {}): Config {
+  return loadConfig({
+    DATABASE_URL: postgresUrl ?? 'pglite://memory',
+    JWT_SECRET: TEST_SECRET,
+    LOG_LEVEL: 'silent',
+    LOGIN_RATE_LIMIT_PER_MINUTE: '10000',
+    BOOTSTRAP_ADMIN_EMAIL: ROOT_EMAIL,
+    BOOTSTRAP_ADMIN_PASSWORD: ROOT_PASSWORD,
+    ...env,
+  })
+}
+
+export async function buildTestService(
+  t: Teardown,
+  options: { env?: Record<string, string | undefined>; db?: Database } & Omit<BuildOptions, 'db'> = {},
+): Promise<Service> {
+  const db = options.db ?? (await freshDatabase(t))
+  return buildService(testConfig(options.env), { skipFirstAdmin: true, ...options, db })
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  service: Service
+  /** The system-owner super_admin made by bootstrap. */
+  root: Account
+  rootToken: string
+  tokenFor(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'>): string
+  /** `app.inject` with a bearer token and JSON body; `token: null` sends none. */
+  call(options: CallOptions): Promise<LightMyRequestResponse>
+}
+
+export interface CallOptions {
+  method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH'
+  url: string
+  token?: string | null
+  body?: unknown
+  headers?: Record<string, string>
+}
+
+export async function buildTestApp(
+  t: Teardown,
+  options: { env?: Record<string, string | undefined>; db?: Database; service?: Service } = {},
+): Promise<TestApp> {
+  const service = options.service ?? (await buildTestService(t, options))
+  const fastify = Fastify({ logger: false, bodyLimit: 1024 * 1024 })
+  await fastify.register(app, { service })
+  await fastify.ready()
+  t.teardown(() => fastify.close())
+  const root = await service.accounts.get(
+    (await service.db.query<{ id: string }>('SELECT id::text AS id FROM admin_accounts WHERE lower(email) = lower($1)', [ROOT_EMAIL])).rows[0]?.id ?? '',
+  )
+  if (root === null) throw new Error('bootstrap did not create the root admin')
+  const tokenFor: TestApp['tokenFor'] = (account) => {
+    if (service.tokens === null) throw new Error('tokens need JWT_SECRET')
+    return service.tokens.issue(account).access_token
+  }
+  const rootToken = tokenFor(root)
+  return {
+    app: fastify,
+    service,
+    root,
+    rootToken,
+    tokenFor,
+    call({ method, url, token = rootToken, body, headers = {} }) {
+      return fastify.inject({
+        method,
+        url,
+        headers: {
+          ...(token !== null ? { authorization: `Bearer ${token}` } : {}),
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
+        ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+      })
+    },
+  }
+}
+
+/** Onboards a merchant as root and returns its super_admin. */
+export async function onboard(ta: TestApp, merchantId: string, email = `owner@${merchantId}.example`): Promise<Account> {
+  const res = await ta.call({
+    method: 'POST',
+    url: '/v2/admin/merchants',
+    body: { command: 'onboard-merchant', data: { merchant_id: merchantId, email, password: 'merchant-pass-1', name: `Owner ${merchantId}` } },
+  })
+  if (res.statusCode !== 201) throw new Error(`onboard failed: ${res.statusCode} ${res.body}`)
+  return (res.json() as { data: Account }).data
+}
+
+/** Registers an admin as `token`'s owner and returns it. */
+export async function register(
+  ta: TestApp,
+  data: { email: string; sub_role_code: string; merchant_id?: string; password?: string; name?: string },
+  token = ta.rootToken,
+): Promise<Account> {
+  const res = await ta.call({
+    method: 'POST',
+    url: '/v2/admin/register',
+    token,
+    body: { command: 'register-admin', data: { password: 'admin-pass-123', name: data.email, ...data } },
+  })
+  if (res.statusCode !== 201) throw new Error(`register failed: ${res.statusCode} ${res.body}`)
+  return (res.json() as { data: Account }).data
+}
