@@ -13,7 +13,9 @@ import authorization from './plugins/authorization.js'
 import locale from './plugins/locale.js'
 import { accountRoutes } from './routes/accounts.js'
 import { authRoutes } from './routes/auth.js'
+import { authzRoutes } from './routes/authz.js'
 import { healthRoutes } from './routes/health.js'
+import { permissionRoutes } from './routes/permissions.js'
 import { profileRoutes } from './routes/profile.js'
 import { ErrorEnvelope } from './schemas/common.js'
 import { createValidatorCompiler } from './validation.js'
@@ -68,8 +70,10 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       login: { db: service.db, passwords: service.passwords, tokens: service.tokens },
       perMinute: service.config.loginRateLimitPerMinute,
     })
-    await typed.register(profileRoutes)
+    await typed.register(profileRoutes, { engine: service.engine })
     await typed.register(accountRoutes, { ctx: service })
+    await typed.register(permissionRoutes, { ctx: service })
+    await typed.register(authzRoutes, { ctx: service })
   })
 }
 

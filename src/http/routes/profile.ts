@@ -1,10 +1,13 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { getOwnPermissions } from '../../commands/permissionQueries.js'
+import type { PermissionEngine } from '../../engine/engine.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, Lang, bearer, responses } from '../schemas/common.js'
+import { Account, Domain, Lang, bearer, responses } from '../schemas/common.js'
+import { UserPermissionsData } from '../schemas/permissions.js'
 
-export const profileRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const profileRoutes: FastifyPluginAsyncTypebox<{ engine: PermissionEngine }> = async (app, { engine }) => {
   app.get(
     '/v2/profile',
     {
@@ -17,5 +20,18 @@ export const profileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => success(callerOf(request).account),
+  )
+  app.get(
+    '/v2/profile/permissions',
+    {
+      schema: {
+        tags: ['profile'],
+        summary: "The caller's own effective permissions",
+        security: bearer,
+        querystring: Type.Object({ domain: Type.Optional(Domain), lang: Lang }),
+        response: responses(200, UserPermissionsData),
+      },
+    },
+    async (request) => success(getOwnPermissions(engine, callerOf(request), request.query.domain)),
   )
 }

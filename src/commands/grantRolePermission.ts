@@ -1,0 +1,54 @@
+import { assertMayGrant, assertInCatalog } from '../domain/grantRules.js'
+import { roleDomain } from '../domain/tenancy.js'
+import { deleteRule, insertRule } from '../storage/policyRows.js'
+import { ensureSubRole } from '../storage/subRoles.js'
+import { actorOf, type Caller, type CommandContext } from './context.js'
+import { assertDomainExists, type PairInput, type PermissionChange } from './permissionContext.js'
+
+export type RoleChange = PermissionChange & { sub_role_code: string }
+
+/** grant-role-permission: every user holding the sub-role in reach of the domain gets the pair. */
+export async function grantRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput): Promise<RoleChange> {
+  const domain = roleDomain(caller.account, input.domain)
+  await assertDomainExists(ctx.db, domain)
+  assertMayGrant({
+    active: ctx.engine.isActive(input.obj, input.act),
+    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
+    targetIsRoot: ctx.engine.isRootRole(subRole),
+    targetRole: subRole,
+    obj: input.obj,
+    act: input.act,
+    domain,
+  })
+  const rule = [subRole, domain, input.obj, input.act, 'allow']
+  const outcome = await ctx.writes.run(async (tx) => {
+    await ensureSubRole(tx, subRole)
+    const inserted = await insertRule(tx, 'p', rule)
+    return {
+      changed: inserted,
+      audit: [{ action: 'grant' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      memory: [{ op: 'add' as const, ptype: 'p' as const, values: rule }],
+      result: null,
+    }
+  })
+  return { changed: outcome.changed, revision: outcome.revision, sub_role_code: subRole, obj: input.obj, act: input.act, domain }
+}
+
+/** revoke-role-permission: the inverse of the grant, for every holder of the sub-role. */
+export async function revokeRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput): Promise<RoleChange> {
+  const domain = roleDomain(caller.account, input.domain)
+  await assertDomainExists(ctx.db, domain)
+  assertInCatalog({ active: ctx.engine.isActive(input.obj, input.act), obj: input.obj, act: input.act })
+  const rule = [subRole, domain, input.obj, input.act, 'allow']
+  const outcome = await ctx.writes.run(async (tx) => {
+    const deleted = await deleteRule(tx, 'p', rule)
+    return {
+      changed: deleted,
+      audit: [{ action: 'revoke' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      memory: [{ op: 'remove' as const, ptype: 'p' as const, values: rule }],
+      result: null,
+    }
+  })
+  return { changed: outcome.changed, revision: outcome.revision, sub_role_code: subRole, obj: input.obj, act: input.act, domain }
+}

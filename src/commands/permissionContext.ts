@@ -1,0 +1,24 @@
+import { ServiceError } from '../domain/errors.js'
+import { GLOBAL_DOMAIN } from '../domain/principals.js'
+import type { Queryable } from '../storage/db.js'
+import { merchantExists } from '../storage/merchants.js'
+
+/** A domain is `global` or the id of a merchant that exists; anything else is answered 404. */
+export async function assertDomainExists(db: Queryable, domain: string): Promise<void> {
+  if (domain === GLOBAL_DOMAIN) return
+  if (!(await merchantExists(db, domain))) throw new ServiceError('MERCHANT_NOT_FOUND', { merchant_id: domain })
+}
+
+export interface PairInput {
+  obj: string
+  act: string
+  domain?: string | undefined
+}
+
+export interface PermissionChange {
+  changed: boolean
+  revision: number
+  obj: string
+  act: string
+  domain: string
+}

@@ -1,0 +1,118 @@
+import { ServiceError } from '../domain/errors.js'
+import { routePermissions, type CatalogEntry } from '../domain/permissions.js'
+import { homeDomain, type Account } from '../domain/principals.js'
+import { assertReachable, roleDomain, userDomain } from '../domain/tenancy.js'
+import { effectivePermissions, type EffectivePermission } from '../engine/effective.js'
+import type { PermissionEngine } from '../engine/engine.js'
+import type { AccountDirectory } from '../storage/accountDirectory.js'
+import type { Caller, CommandContext } from './context.js'
+import { assertDomainExists } from './permissionContext.js'
+
+export interface RolePermissions {
+  sub_role_code: string
+  domain: string
+  is_root: boolean
+  permissions: Array<{ obj: string; act: string; domain: string; label: string; group_name: string }>
+}
+
+export interface UserPermissions {
+  user_id: string
+  domain: string
+  sub_role_code: string
+  is_root: boolean
+  permissions: EffectivePermission[]
+}
+
+export function getCatalog(engine: PermissionEngine): CatalogEntry[] {
+  return engine
+    .catalogEntries()
+    .sort((a, b) => a.group_name.localeCompare(b.group_name) || a.obj.localeCompare(b.obj) || a.act.localeCompare(b.act))
+}
+
+/**
+ * get-role-permissions: a root sub-role lists the whole active catalog; any
+ * other lists its allow grants in the domain and in `global`, minus pairs the
+ * sub-role is denied there.
+ */
+export async function getRolePermissions(ctx: CommandContext, caller: Caller, subRole: string, requested: string | undefined): Promise<RolePermissions> {
+  const domain = roleDomain(caller.account, requested)
+  await assertDomainExists(ctx.db, domain)
+  const isRoot = ctx.engine.isRootRole(subRole)
+  const active = ctx.engine.catalogEntries().filter((e) => e.is_active)
+  if (isRoot) {
+    const permissions = active.map((e) => ({ obj: e.obj, act: e.act, domain, label: e.label, group_name: e.group_name }))
+    return { sub_role_code: subRole, domain, is_root: true, permissions }
+  }
+  const rules = ctx.engine.rulesOf(subRole, domain === 'global' ? ['global'] : [domain, 'global'])
+  const denied = new Set(rules.filter((r) => r.effect === 'deny').map((r) => `${r.obj}:${r.act}`))
+  const permissions = rules
+    .filter((r) => r.effect === 'allow' && !denied.has(`${r.obj}:${r.act}`))
+    .flatMap((r) => {
+      const entry = ctx.engine.catalogEntry(r.obj, r.act)
+      return entry?.is_active === true ? [{ obj: r.obj, act: r.act, domain: r.domain, label: entry.label, group_name: entry.group_name }] : []
+    })
+    .sort((a, b) => a.obj.localeCompare(b.obj) || a.act.localeCompare(b.act) || a.domain.localeCompare(b.domain))
+  return { sub_role_code: subRole, domain, is_root: false, permissions }
+}
+
+function userPermissions(engine: PermissionEngine, subject: Account, domain: string): UserPermissions {
+  return {
+    user_id: subject.id,
+    domain,
+    sub_role_code: subject.sub_role_code,
+    is_root: engine.isRootRole(subject.sub_role_code),
+    permissions: effectivePermissions(engine, subject, domain),
+  }
+}
+
+/** get-user-permissions: another user's effective set (same computation as the caller's own). */
+export async function getUserPermissions(ctx: CommandContext, caller: Caller, userId: string, requested: string | undefined): Promise<UserPermissions> {
+  const target = assertReachable(caller.account, await ctx.accounts.get(userId))
+  return userPermissions(ctx.engine, target, userDomain(caller.account, target, requested))
+}
+
+/** GET /v2/profile/permissions: the caller's own effective set. */
+export function getOwnPermissions(engine: PermissionEngine, caller: Caller, requested: string | undefined): UserPermissions {
+  return userPermissions(engine, caller.account, userDomain(caller.account, caller.account, requested))
+}
+
+export interface CheckQuery {
+  obj: string
+  act: string
+  domain?: string | undefined
+}
+
+export interface CheckResult {
+  obj: string
+  act: string
+  domain: string
+  allowed: boolean
+}
+
+/** What the check path needs: memory only, never the database. */
+export interface CheckContext {
+  engine: PermissionEngine
+  accounts: Pick<AccountDirectory, 'peek'>
+}
+
+/**
+ * The subject of a check: the caller, or with `user_id` another user, which
+ * needs `permission:read` and, for merchant callers, a user of their merchant.
+ */
+export function checkSubject(ctx: CheckContext, caller: Caller, userId: string | undefined): Account {
+  if (userId === undefined) return caller.account
+  const read = routePermissions.permissionRead
+  if (!ctx.engine.decide(caller.account, homeDomain(caller.account), read.obj, read.act)) {
+    throw new ServiceError('PERMISSION_DENIED', { permission: `${read.obj}:${read.act}` })
+  }
+  return assertReachable(caller.account, ctx.accounts.peek(userId) ?? null)
+}
+
+/** The gateway's question; the default domain is the subject's home domain, never forced. */
+export function checkPermissions(ctx: CheckContext, subject: Account, queries: readonly CheckQuery[]): CheckResult[] {
+  const home = homeDomain(subject)
+  return queries.map((q) => {
+    const domain = q.domain ?? home
+    return { obj: q.obj, act: q.act, domain, allowed: ctx.engine.decide(subject, domain, q.obj, q.act) }
+  })
+}

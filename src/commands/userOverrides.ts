@@ -1,0 +1,71 @@
+import { assertInCatalog, assertMayGrant } from '../domain/grantRules.js'
+import type { Account } from '../domain/principals.js'
+import { assertOverrideDomain, assertReachable, userDomain } from '../domain/tenancy.js'
+import { deleteOverride, setOverride, type Effect } from '../storage/overrides.js'
+import { actorOf, type Caller, type CommandContext } from './context.js'
+import { assertDomainExists, type PairInput, type PermissionChange } from './permissionContext.js'
+import type { MemoryChange } from './writeQueue.js'
+
+export type UserChange = PermissionChange & { user_id: string; effect: Effect | null }
+
+async function resolveTarget(ctx: CommandContext, caller: Caller, userId: string, requested: string | undefined): Promise<{ target: Account; domain: string }> {
+  const target = assertReachable(caller.account, await ctx.accounts.get(userId))
+  const domain = userDomain(caller.account, target, requested)
+  assertOverrideDomain(target, domain)
+  await assertDomainExists(ctx.db, domain)
+  return { target, domain }
+}
+
+/**
+ * grant-user-permission (allow) and deny-user-permission (deny): one
+ * override per (user, domain, pair); a deny replaces an allow and vice versa.
+ */
+export async function setUserPermission(
+  ctx: CommandContext,
+  caller: Caller,
+  userId: string,
+  input: PairInput,
+  effect: Effect,
+): Promise<UserChange> {
+  const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
+  assertMayGrant({
+    active: ctx.engine.isActive(input.obj, input.act),
+    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
+    targetIsRoot: ctx.engine.isRootRole(target.sub_role_code),
+    targetRole: target.sub_role_code,
+    obj: input.obj,
+    act: input.act,
+    domain,
+  })
+  const key = { user_id: target.id, domain, obj: input.obj, act: input.act }
+  const outcome = await ctx.writes.run(async (tx) => {
+    const previous = await setOverride(tx, { ...key, effect }, caller.account.id)
+    const memory: MemoryChange[] = []
+    if (previous !== null && previous !== effect) memory.push({ op: 'remove', ptype: 'p', values: [target.id, domain, input.obj, input.act, previous] })
+    memory.push({ op: 'add', ptype: 'p', values: [target.id, domain, input.obj, input.act, effect] })
+    return {
+      changed: previous !== effect,
+      audit: [{ action: effect === 'allow' ? ('grant' as const) : ('deny' as const), target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      memory,
+      result: null,
+    }
+  })
+  return { changed: outcome.changed, revision: outcome.revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect }
+}
+
+/** revoke-user-permission: removes the user's override for the pair, allow or deny; role grants stay. */
+export async function revokeUserPermission(ctx: CommandContext, caller: Caller, userId: string, input: PairInput): Promise<UserChange> {
+  const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
+  assertInCatalog({ active: ctx.engine.isActive(input.obj, input.act), obj: input.obj, act: input.act })
+  const outcome = await ctx.writes.run(async (tx) => {
+    const previous = await deleteOverride(tx, { user_id: target.id, domain, obj: input.obj, act: input.act })
+    return {
+      changed: previous !== null,
+      audit: [{ action: 'revoke' as const, target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      memory: previous === null ? [] : [{ op: 'remove' as const, ptype: 'p' as const, values: [target.id, domain, input.obj, input.act, previous] }],
+      result: previous,
+    }
+  })
+  return { changed: outcome.changed, revision: outcome.revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect: null }
+}

@@ -1,0 +1,32 @@
+import { ServiceError } from './errors.js'
+
+/** What a grant-like command needs to know to decide whether it may proceed. */
+export interface GrantCheck {
+  /** The pair is active in the catalog. */
+  active: boolean
+  /** The caller's sub-role is root (it may grant anything). */
+  callerIsRoot: boolean
+  /** The caller itself holds the pair in the target domain. */
+  callerHolds: boolean
+  /** The role or user receiving the change is root (it bypasses enforcement, so rows would be meaningless). */
+  targetIsRoot: boolean
+  targetRole: string
+  obj: string
+  act: string
+  domain: string
+}
+
+/** Only active catalog pairs can be granted, denied or revoked. */
+export function assertInCatalog(check: Pick<GrantCheck, 'active' | 'obj' | 'act'>): void {
+  if (!check.active) throw new ServiceError('PERMISSION_NOT_IN_CATALOG', { obj: check.obj, act: check.act })
+}
+
+/**
+ * Grants and denies: the pair must be active, the target must not be root,
+ * and a non-root caller hands out only what it holds itself in that domain.
+ */
+export function assertMayGrant(check: GrantCheck): void {
+  assertInCatalog(check)
+  if (check.targetIsRoot) throw new ServiceError('ROOT_ROLE_NOT_GRANTABLE', { sub_role_code: check.targetRole })
+  if (!check.callerIsRoot && !check.callerHolds) throw new ServiceError('PRIVILEGE_ESCALATION', { domain: check.domain })
+}

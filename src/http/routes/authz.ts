@@ -1,0 +1,62 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
+import { success } from '../envelope.js'
+import { callerOf } from '../plugins/authentication.js'
+import { Act, CommandBody, Domain, Lang, Obj, UserId, bearer, responses } from '../schemas/common.js'
+import { CheckResultItem } from '../schemas/permissions.js'
+
+const CheckQuery = Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId), lang: Lang })
+const BatchBody = CommandBody(
+  'check-batch',
+  Type.Object(
+    {
+      user_id: Type.Optional(UserId),
+      checks: Type.Array(Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false }), {
+        minItems: 1,
+        maxItems: 100,
+      }),
+    },
+    { additionalProperties: false },
+  ),
+  { checks: [{ obj: 'orders', act: 'refund' }, { obj: 'payouts', act: 'approve', domain: 'm-1001' }] },
+)
+
+/** The gateway's hot path: answers from memory only. */
+export const authzRoutes: FastifyPluginAsyncTypebox<{ ctx: CheckContext }> = async (app, { ctx }) => {
+  app.get(
+    '/v2/authz/check',
+    {
+      schema: {
+        tags: ['authz'],
+        summary: 'May this user do obj:act in this domain?',
+        security: bearer,
+        querystring: CheckQuery,
+        response: responses(200, Type.Object({ allowed: Type.Boolean() }), [404]),
+      },
+    },
+    async (request) => {
+      const { user_id: userId, ...query } = request.query
+      const subject = checkSubject(ctx, callerOf(request), userId)
+      const [result] = checkPermissions(ctx, subject, [query])
+      return success({ allowed: result?.allowed === true })
+    },
+  )
+  app.post(
+    '/v2/authz/check-batch',
+    {
+      schema: {
+        tags: ['authz'],
+        summary: 'check-batch: up to 100 checks for one subject, in request order',
+        security: bearer,
+        querystring: Type.Object({ lang: Lang }),
+        body: BatchBody,
+        response: responses(200, Type.Object({ results: Type.Array(CheckResultItem) }), [404, 413, 415]),
+      },
+    },
+    async (request) => {
+      const subject = checkSubject(ctx, callerOf(request), request.body.data.user_id)
+      return success({ results: checkPermissions(ctx, subject, request.body.data.checks) })
+    },
+  )
+}

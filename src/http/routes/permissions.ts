@@ -1,0 +1,115 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { CommandContext } from '../../commands/context.js'
+import { grantRolePermission, revokeRolePermission } from '../../commands/grantRolePermission.js'
+import { getCatalog, getRolePermissions, getUserPermissions } from '../../commands/permissionQueries.js'
+import { revokeUserPermission, setUserPermission } from '../../commands/userOverrides.js'
+import { routePermissions } from '../../domain/permissions.js'
+import { success } from '../envelope.js'
+import { callerOf } from '../plugins/authentication.js'
+import { Domain, Lang, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
+import {
+  CatalogItem,
+  RoleChangeData,
+  RolePermissionsData,
+  UserChangeData,
+  UserPermissionsData,
+  pairCommand,
+} from '../schemas/permissions.js'
+
+const RoleParams = Type.Object({ subRoleCode: SubRoleCode })
+const UserParams = Type.Object({ userId: UserId })
+const LangQuery = Type.Object({ lang: Lang })
+const DomainQuery = Type.Object({ domain: Type.Optional(Domain), lang: Lang })
+
+export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
+  const roleCommand = (name: string, summary: string) => ({
+    tags: ['permissions'],
+    summary,
+    security: bearer,
+    params: RoleParams,
+    querystring: LangQuery,
+    body: pairCommand(name),
+    response: responses(200, RoleChangeData, [404, 413, 415]),
+  })
+  const userCommand = (name: string, summary: string) => ({
+    tags: ['permissions'],
+    summary,
+    security: bearer,
+    params: UserParams,
+    querystring: LangQuery,
+    body: pairCommand(name),
+    response: responses(200, UserChangeData, [404, 413, 415]),
+  })
+
+  app.post(
+    '/v2/admin/permissions/roles/:subRoleCode/grant',
+    { config: { permission: routePermissions.permissionAssign }, schema: roleCommand('grant-role-permission', 'grant-role-permission') },
+    async (request) => success(await grantRolePermission(ctx, callerOf(request), request.params.subRoleCode, request.body.data)),
+  )
+  app.delete(
+    '/v2/admin/permissions/roles/:subRoleCode/revoke',
+    { config: { permission: routePermissions.permissionRevoke }, schema: roleCommand('revoke-role-permission', 'revoke-role-permission') },
+    async (request) => success(await revokeRolePermission(ctx, callerOf(request), request.params.subRoleCode, request.body.data)),
+  )
+  app.post(
+    '/v2/admin/permissions/users/:userId/grant',
+    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('grant-user-permission', 'grant-user-permission: allow override') },
+    async (request) => success(await setUserPermission(ctx, callerOf(request), request.params.userId, request.body.data, 'allow')),
+  )
+  app.post(
+    '/v2/admin/permissions/users/:userId/deny',
+    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('deny-user-permission', 'deny-user-permission: deny override') },
+    async (request) => success(await setUserPermission(ctx, callerOf(request), request.params.userId, request.body.data, 'deny')),
+  )
+  app.delete(
+    '/v2/admin/permissions/users/:userId/revoke',
+    { config: { permission: routePermissions.permissionRevoke }, schema: userCommand('revoke-user-permission', 'revoke-user-permission: remove the override') },
+    async (request) => success(await revokeUserPermission(ctx, callerOf(request), request.params.userId, request.body.data)),
+  )
+
+  app.get(
+    '/v2/admin/permissions/catalog',
+    {
+      config: { permission: routePermissions.permissionRead },
+      schema: {
+        tags: ['permissions'],
+        summary: 'get-permission-catalog',
+        security: bearer,
+        querystring: LangQuery,
+        response: responses(200, Type.Object({ items: Type.Array(CatalogItem) })),
+      },
+    },
+    async () => success({ items: getCatalog(ctx.engine) }),
+  )
+  app.get(
+    '/v2/admin/permissions/roles/:subRoleCode',
+    {
+      config: { permission: routePermissions.permissionRead },
+      schema: {
+        tags: ['permissions'],
+        summary: 'get-role-permissions',
+        security: bearer,
+        params: RoleParams,
+        querystring: DomainQuery,
+        response: responses(200, RolePermissionsData, [404]),
+      },
+    },
+    async (request) => success(await getRolePermissions(ctx, callerOf(request), request.params.subRoleCode, request.query.domain)),
+  )
+  app.get(
+    '/v2/admin/permissions/users/:userId',
+    {
+      config: { permission: routePermissions.permissionRead },
+      schema: {
+        tags: ['permissions'],
+        summary: 'get-user-permissions: effective set',
+        security: bearer,
+        params: UserParams,
+        querystring: DomainQuery,
+        response: responses(200, UserPermissionsData, [404]),
+      },
+    },
+    async (request) => success(await getUserPermissions(ctx, callerOf(request), request.params.userId, request.query.domain)),
+  )
+}
