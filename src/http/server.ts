@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { buildService, type Service } from '../compose.js'
 import { loadConfig, type Config } from '../config.js'
 import { countAccounts } from '../storage/accounts.js'
+import { currentRevision } from '../storage/revision.js'
 import app, { BODY_LIMIT } from './app.js'
 
 /** Fastify with the service's options: body limit, proxy trust, request ids, redacted logs. */
@@ -42,6 +43,10 @@ export async function start(config: Config = loadConfig()): Promise<FastifyInsta
   const fastify = createFastify(config)
   const service = await buildService(config, { log: fastify.log })
   await announceFirstStart(fastify, service)
+  fastify.log.info(
+    { storage: config.storage.kind, accounts: service.accounts.size, revision: await currentRevision(service.db), model: config.modelPath },
+    'service ready',
+  )
   fastify.addHook('onClose', async () => service.close())
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
