@@ -41,6 +41,8 @@ CREATE TABLE permission_catalog (
   PRIMARY KEY (obj, act)
 );
 
+-- One row per audited change. Rows form a hash chain: row_hash covers the
+-- row's content and prev_hash, the row_hash of the row before it.
 CREATE TABLE permission_audit (
   id          bigserial PRIMARY KEY,
   action      text NOT NULL,
@@ -49,16 +51,22 @@ CREATE TABLE permission_audit (
   obj         text,
   act         text,
   domain      text,
+  -- The merchant whose tenant the entry belongs to (null: platform-wide).
+  merchant_id text,
   actor_id    text NOT NULL,
   actor_type  text NOT NULL,
   ip          text,
-  created_at  timestamptz NOT NULL DEFAULT now()
+  created_at  timestamptz NOT NULL,
+  prev_hash   text NOT NULL,
+  row_hash    text NOT NULL
 );
 
--- One row: the store's change counter. Every write locks and bumps it in its
--- own transaction, which also serialises writers.
+-- One row: the store's change counter and the audit chain's head. Every write
+-- locks and bumps it in its own transaction, which also serialises writers,
+-- so concurrent writers still form one chain.
 CREATE TABLE store_revision (
-  id       int PRIMARY KEY CHECK (id = 1),
-  revision bigint NOT NULL
+  id         int PRIMARY KEY CHECK (id = 1),
+  revision   bigint NOT NULL,
+  audit_head text NOT NULL
 );
-INSERT INTO store_revision (id, revision) VALUES (1, 0);
+INSERT INTO store_revision (id, revision, audit_head) VALUES (1, 0, repeat('0', 64));

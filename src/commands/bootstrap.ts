@@ -44,6 +44,7 @@ export async function bootstrapSystemOwner(ctx: CommandContext, input: Bootstrap
         obj: null,
         act: null,
         domain: GLOBAL_DOMAIN,
+        merchant_id: null,
         actor: SYSTEM_ACTOR,
       },
       (created) => ctx.accounts.put(created),

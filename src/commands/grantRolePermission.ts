@@ -1,3 +1,4 @@
+import { tenantOfDomain } from '../domain/audit.js'
 import { assertMayGrant, assertInCatalog } from '../domain/grantRules.js'
 import { roleDomain } from '../domain/tenancy.js'
 import { deleteRule, insertRule } from '../storage/policyRows.js'
@@ -27,7 +28,7 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
     const inserted = await insertRule(tx, 'p', rule)
     return {
       changed: inserted,
-      audit: [{ action: 'grant' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      audit: [{ action: 'grant' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, merchant_id: tenantOfDomain(domain), actor: actorOf(caller) }],
       memory: [{ op: 'add' as const, ptype: 'p' as const, values: rule }],
       result: null,
     }
@@ -45,7 +46,7 @@ export async function revokeRolePermission(ctx: CommandContext, caller: Caller, 
     const deleted = await deleteRule(tx, 'p', rule)
     return {
       changed: deleted,
-      audit: [{ action: 'revoke' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      audit: [{ action: 'revoke' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, merchant_id: tenantOfDomain(domain), actor: actorOf(caller) }],
       memory: [{ op: 'remove' as const, ptype: 'p' as const, values: rule }],
       result: null,
     }

@@ -47,6 +47,7 @@ export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: 
         obj: null,
         act: null,
         domain: input.merchant_id,
+        merchant_id: input.merchant_id,
         actor,
       },
       (created) => ctx.accounts.put(created),

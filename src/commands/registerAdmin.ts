@@ -42,6 +42,7 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
         obj: null,
         act: null,
         domain: homeDomain(account),
+        merchant_id: account.merchant_id,
         actor: actorOf(caller),
       },
       (created) => ctx.accounts.put(created),

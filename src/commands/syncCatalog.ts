@@ -32,6 +32,7 @@ export async function syncCatalog(
         obj: entry.obj,
         act: entry.act,
         domain: null,
+        merchant_id: null,
         actor: SYSTEM_ACTOR,
       })),
       memory: [],

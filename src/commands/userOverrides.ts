@@ -46,7 +46,7 @@ export async function setUserPermission(
     memory.push({ op: 'add', ptype: 'p', values: [target.id, domain, input.obj, input.act, effect] })
     return {
       changed: previous !== effect,
-      audit: [{ action: effect === 'allow' ? ('grant' as const) : ('deny' as const), target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      audit: [{ action: effect === 'allow' ? ('grant' as const) : ('deny' as const), target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, merchant_id: target.merchant_id, actor: actorOf(caller) }],
       memory,
       result: null,
     }
@@ -62,7 +62,7 @@ export async function revokeUserPermission(ctx: CommandContext, caller: Caller, 
     const previous = await deleteOverride(tx, { user_id: target.id, domain, obj: input.obj, act: input.act })
     return {
       changed: previous !== null,
-      audit: [{ action: 'revoke' as const, target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, actor: actorOf(caller) }],
+      audit: [{ action: 'revoke' as const, target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, merchant_id: target.merchant_id, actor: actorOf(caller) }],
       memory: previous === null ? [] : [{ op: 'remove' as const, ptype: 'p' as const, values: [target.id, domain, input.obj, input.act, previous] }],
       result: previous,
     }

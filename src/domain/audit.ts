@@ -32,5 +32,12 @@ export interface AuditEntry {
   obj: string | null
   act: string | null
   domain: string | null
+  /** The merchant whose tenant the entry belongs to; null for platform-wide entries. */
+  merchant_id: string | null
   actor: Actor
+}
+
+/** Role entries belong to the merchant of their domain; `global` ones to the platform. */
+export function tenantOfDomain(domain: string): string | null {
+  return domain === 'global' ? null : domain
 }

@@ -76,7 +76,7 @@ export async function* iterateAccounts(q: Queryable, pageSize = 5000): AsyncGene
   let after = '00000000-0000-0000-0000-000000000000'
   for (;;) {
     const { rows } = await q.query<Account>(
-      `SELECT ${columns} FROM admin_accounts WHERE id > $1 ORDER BY id LIMIT $2`,
+      `SELECT ${columns} FROM admin_accounts WHERE admin_accounts.id > $1 ORDER BY admin_accounts.id LIMIT $2`,
       [after, pageSize],
     )
     yield* rows

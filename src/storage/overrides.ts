@@ -56,7 +56,7 @@ export async function* iterateOverrides(
     const { rows } = await q.query<OverrideRow>(
       `SELECT user_id::text AS user_id, domain, obj, act, effect FROM permission_overrides
        WHERE (user_id, domain, obj, act) > ($1::uuid, $2, $3, $4) ${filter}
-       ORDER BY user_id, domain, obj, act LIMIT $5`,
+       ORDER BY permission_overrides.user_id, domain, obj, act LIMIT $5`,
       params,
     )
     yield* rows

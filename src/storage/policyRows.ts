@@ -61,7 +61,7 @@ export async function* iterateRules(
     if (options.domain !== undefined) params.push(options.domain)
     const { rows } = await q.query<Record<string, string>>(
       `SELECT id::text AS id, ptype, v0, v1, v2, v3, v4, v5 FROM casbin_rule
-       WHERE id > $1::bigint ${filter} ORDER BY id LIMIT $2`,
+       WHERE casbin_rule.id > $1::bigint ${filter} ORDER BY casbin_rule.id LIMIT $2`,
       params,
     )
     for (const row of rows) yield { ptype: row.ptype ?? '', fields: trimmed(row) }

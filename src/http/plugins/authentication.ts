@@ -6,6 +6,7 @@ import buildGetJwks from 'get-jwks'
 import type { Caller } from '../../commands/context.js'
 import type { Config } from '../../config.js'
 import { ServiceError } from '../../domain/errors.js'
+import { normaliseIp } from '../../domain/clientIp.js'
 import { PRINCIPAL_TYPES, type PrincipalType } from '../../domain/principals.js'
 import type { AccountDirectory } from '../../storage/accountDirectory.js'
 
@@ -93,7 +94,7 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
     if (account === null || account.principal_type !== claims.principal_type || account.merchant_id !== tokenMerchant) {
       throw new ServiceError('INVALID_TOKEN')
     }
-    request.caller = { account, ip: request.ip }
+    request.caller = { account, ip: normaliseIp(request.ip) }
   })
 }
 

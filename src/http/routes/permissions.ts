@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { CommandContext } from '../../commands/context.js'
 import { grantRolePermission, revokeRolePermission } from '../../commands/grantRolePermission.js'
+import { getAuditLog } from '../../commands/getAuditLog.js'
 import { getCatalog, getRolePermissions, getUserPermissions } from '../../commands/permissionQueries.js'
 import { revokeUserPermission, setUserPermission } from '../../commands/userOverrides.js'
 import { routePermissions } from '../../domain/permissions.js'
@@ -9,6 +10,8 @@ import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Domain, Lang, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
 import {
+  AuditItem,
+  AuditQuery,
   CatalogItem,
   RoleChangeData,
   RolePermissionsData,
@@ -111,5 +114,23 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
       },
     },
     async (request) => success(await getUserPermissions(ctx, callerOf(request), request.params.userId, request.query.domain)),
+  )
+
+  app.get(
+    '/v2/admin/permissions/audit-log',
+    {
+      config: { permission: routePermissions.permissionRead },
+      schema: {
+        tags: ['permissions'],
+        summary: 'get-permission-audit: newest first, filters combine with AND',
+        security: bearer,
+        querystring: AuditQuery,
+        response: responses(
+          200,
+          Type.Object({ items: Type.Array(AuditItem), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() }),
+        ),
+      },
+    },
+    async (request) => success(await getAuditLog(ctx, callerOf(request), request.query)),
   )
 }

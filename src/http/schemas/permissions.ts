@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { Act, CommandBody, Domain, Obj } from './common.js'
+import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../../domain/audit.js'
+import { Act, CommandBody, Domain, Lang, Obj } from './common.js'
 
 export const PairData = Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false })
 const pairExample = { obj: 'orders', act: 'refund', domain: 'm-1001' }
@@ -60,3 +61,26 @@ export const UserPermissionsData = Type.Object({
 })
 
 export const CheckResultItem = Type.Object({ obj: Type.String(), act: Type.String(), domain: Type.String(), allowed: Type.Boolean() })
+
+export const AuditQuery = Type.Object({
+  target_type: Type.Optional(Type.Unsafe<AuditTargetType>({ type: 'string', enum: [...AUDIT_TARGET_TYPES] })),
+  target_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  action: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  lang: Lang,
+})
+
+export const AuditItem = Type.Object({
+  id: Type.Integer(),
+  action: Type.String(),
+  target_type: Type.String(),
+  target_id: Type.String(),
+  obj: Type.Union([Type.String(), Type.Null()]),
+  act: Type.Union([Type.String(), Type.Null()]),
+  domain: Type.Union([Type.String(), Type.Null()]),
+  actor_id: Type.String(),
+  actor_type: Type.String(),
+  ip: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+})
