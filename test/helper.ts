@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildService, type BuildOptions, type Service } from '../src/compose.js'
 import { loadConfig, type Config } from '../src/config.js'
 import type { Database } from '../src/storage/db.js'
 import { openPostgres } from '../src/storage/pg.js'
 import { openPGlite } from '../src/storage/pglite.js'
 import app from '../src/http/app.js'
+import { createFastify } from '../src/http/server.js'
 import type { Account } from '../src/domain/principals.js'
 
 /** The back end every test file runs on: PostgreSQL when DATABASE_URL says so, else an in-memory PGlite. */
@@ -84,6 +85,8 @@ export interface CallOptions {
   token?: string | null
   body?: unknown
   headers?: Record<string, string>
+  /** The socket's peer address (default 127.0.0.1). */
+  remoteAddress?: string
 }
 
 export async function buildTestApp(
@@ -91,7 +94,8 @@ export async function buildTestApp(
   options: { env?: Record<string, string | undefined>; db?: Database; service?: Service } = {},
 ): Promise<TestApp> {
   const service = options.service ?? (await buildTestService(t, options))
-  const fastify = Fastify({ logger: false, bodyLimit: 1024 * 1024 })
+  // The runner's own Fastify options (body limit, proxy trust, request ids), as in production.
+  const fastify = createFastify(service.config)
   await fastify.register(app, { service })
   await fastify.ready()
   t.teardown(() => fastify.close())
@@ -110,10 +114,11 @@ export async function buildTestApp(
     root,
     rootToken,
     tokenFor,
-    call({ method, url, token = rootToken, body, headers = {} }) {
+    call({ method, url, token = rootToken, body, headers = {}, remoteAddress }) {
       return fastify.inject({
         method,
         url,
+        ...(remoteAddress !== undefined ? { remoteAddress } : {}),
         headers: {
           ...(token !== null ? { authorization: `Bearer ${token}` } : {}),
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
