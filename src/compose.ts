@@ -64,11 +64,18 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     const engine = await PermissionEngine.load(db, model.text, await engineState(db))
     const accounts = new AccountDirectory(db)
     await accounts.load()
-    const reload = async () => {
+    if (engine.mode !== 'index') {
+      options.log?.warn(
+        { model: config.modelPath },
+        'the Casbin model differs from the one the decision index implements: decisions use enforce() with a cache (correct, slower)',
+      )
+    }
+    const reloadNow = async () => {
       await engine.reload(db, await engineState(db))
       await accounts.load()
     }
-    const writes = new WriteQueue(db, engine, reload)
+    const writes = new WriteQueue(db, engine, reloadNow)
+    const reload = () => writes.exclusive(reloadNow)
     const passwords = options.passwords ?? createPasswordHasher()
     const ctx: CommandContext = { db, engine, accounts, passwords, writes }
     await syncCatalog(ctx, declaredCatalog())

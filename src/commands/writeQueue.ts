@@ -43,7 +43,12 @@ export class WriteQueue {
   ) {}
 
   run<T>(work: (tx: Queryable) => Promise<PlannedWrite<T>>): Promise<WriteOutcome<T>> {
-    const next = this.tail.then(() => this.execute(work))
+    return this.exclusive(() => this.execute(work))
+  }
+
+  /** Runs `task` with no write of this process in flight (a full reload must not miss a concurrent write). */
+  exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(task)
     this.tail = next.catch(() => undefined)
     return next
   }

@@ -1,10 +1,10 @@
-import { newEnforcer, type Enforcer } from 'casbin'
+import { newEnforcer, newModelFromString, type Enforcer, type Model } from 'casbin'
 import type { CatalogEntry } from '../domain/permissions.js'
 import type { PrincipalType } from '../domain/principals.js'
 import type { Queryable } from '../storage/db.js'
-import type { Effect } from '../storage/overrides.js'
 import { StorageAdapter } from './adapter.js'
-import { parseModel } from './model.js'
+import { DecisionIndex, type IndexedRule } from './decisionIndex.js'
+import { REFERENCE_MODEL, parseModel } from './model.js'
 
 /** What a decision needs to know about the user asking. */
 export interface Subject {
@@ -22,29 +22,52 @@ export interface EngineState {
   catalog: Iterable<CatalogEntry>
 }
 
+export type DecisionMode = 'index' | 'enforce-cache'
+
+/** One loaded policy: Casbin's enforcer and the index built from the same rows. Swapped whole on reload. */
+interface Snapshot {
+  enforcer: Enforcer
+  index: DecisionIndex
+  /** Decisions of enforce() when the model is not one the index understands; cleared on every change. */
+  cache: Map<string, boolean> | null
+}
+
+const sections = ['r', 'p', 'g', 'e', 'm'] as const
+
+/** Whether the model decides exactly as the reference model.conf (compared after Casbin's own parsing). */
+export function isReferenceModel(model: Model): boolean {
+  const reference = newModelFromString(REFERENCE_MODEL)
+  const value = (m: Model, sec: string) => m.model.get(sec)?.get(sec)?.value.replace(/\s+/g, '')
+  return sections.every((sec) => value(model, sec) === value(reference, sec))
+}
+
 /**
- * Casbin's enforcer plus the little state a decision needs outside it (which
- * sub-roles are root, which pairs are active in the catalog). Casbin decides
- * every non-root answer; this class adds only the tenant rule and the root
- * bypass in front of it. Changes are applied in memory after their commit.
+ * Casbin's enforcer plus what a decision needs outside it (which sub-roles
+ * are root, which pairs are active in the catalog). Casbin's model decides
+ * every non-root answer; the decision index answers the same questions as
+ * hash look-ups. Changes are applied in memory after their commit.
  */
 export class PermissionEngine {
   private constructor(
-    private enforcer: Enforcer,
+    private snapshot: Snapshot,
     private readonly modelText: string,
+    readonly mode: DecisionMode,
     private rootRoles: Set<string>,
     private catalog: Map<string, CatalogEntry>,
   ) {}
 
   static async load(db: Queryable, modelText: string, state: EngineState): Promise<PermissionEngine> {
-    const enforcer = await PermissionEngine.buildEnforcer(db, modelText)
-    return new PermissionEngine(enforcer, modelText, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog))
+    const mode: DecisionMode = isReferenceModel(parseModel(modelText)) ? 'index' : 'enforce-cache'
+    const snapshot = await PermissionEngine.loadSnapshot(db, modelText, mode)
+    return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog))
   }
 
-  private static async buildEnforcer(db: Queryable, modelText: string): Promise<Enforcer> {
+  private static async loadSnapshot(db: Queryable, modelText: string, mode: DecisionMode): Promise<Snapshot> {
     const enforcer = await newEnforcer(parseModel(modelText), new StorageAdapter(db))
     enforcer.enableAutoSave(false)
-    return enforcer
+    const model = enforcer.getModel().model
+    const index = DecisionIndex.build(model.get('p')?.get('p')?.policy ?? [], model.get('g')?.get('g')?.policy ?? [])
+    return { enforcer, index, cache: mode === 'index' ? null : new Map() }
   }
 
   private static catalogMap(entries: Iterable<CatalogEntry>): Map<string, CatalogEntry> {
@@ -53,20 +76,16 @@ export class PermissionEngine {
     return map
   }
 
-  /** Builds a new enforcer off to the side and swaps it in at once: no check sees a partial policy. */
+  /** Builds a new enforcer and index off to the side and swaps them in at once: no check sees a partial policy. */
   async reload(db: Queryable, state: EngineState): Promise<void> {
-    const enforcer = await PermissionEngine.buildEnforcer(db, this.modelText)
-    this.enforcer = enforcer
+    const snapshot = await PermissionEngine.loadSnapshot(db, this.modelText, this.mode)
+    this.snapshot = snapshot
     this.rootRoles = new Set(state.rootRoles)
     this.catalog = PermissionEngine.catalogMap(state.catalog)
   }
 
   isRootRole(code: string): boolean {
     return this.rootRoles.has(code)
-  }
-
-  addRootRole(code: string): void {
-    this.rootRoles.add(code)
   }
 
   isActive(obj: string, act: string): boolean {
@@ -85,42 +104,58 @@ export class PermissionEngine {
     this.catalog = PermissionEngine.catalogMap(entries)
   }
 
-  /** Casbin alone, with no tenant rule, root bypass or catalog filter. */
+  /** Casbin alone (a linear scan of the policy): for the differential test and tools, never on a request path. */
   enforce(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.enforcer.enforceSync(subjectId, domain, obj, act)
+    return this.snapshot.enforcer.enforceSync(subjectId, domain, obj, act)
   }
 
-  /** The one decision every path uses: route guard, check endpoint, effective sets. */
+  /** The model's answer without tenant, root or catalog rules: the index, or cached enforce() for other models. */
+  private modelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
+    const { index, cache } = this.snapshot
+    if (cache === null) return index.allowed(subjectId, domain, obj, act)
+    const key = `${subjectId}\u0000${domain}\u0000${pairKey(obj, act)}`
+    let answer = cache.get(key)
+    if (answer === undefined) {
+      answer = this.enforce(subjectId, domain, obj, act)
+      cache.set(key, answer)
+    }
+    return answer
+  }
+
+  /** The one decision every path uses: route guard, check endpoints, effective sets. */
   decide(subject: Subject, domain: string, obj: string, act: string): boolean {
     if (!this.isActive(obj, act)) return false
     if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return false
     if (this.rootRoles.has(subject.sub_role_code)) return true
-    return this.enforce(subject.id, domain, obj, act)
-  }
-
-  hasRule(ptype: 'p' | 'g', values: readonly string[]): boolean {
-    return this.enforcer.getModel().hasPolicy(ptype, ptype, [...values])
+    return this.modelAllows(subject.id, domain, obj, act)
   }
 
   /** The allow/deny rows of one subject (a sub-role code or a user id) in the given domains. */
-  rulesOf(subject: string, domains: readonly string[]): Array<{ domain: string; obj: string; act: string; effect: Effect }> {
-    const rows = this.enforcer.getModel().model.get('p')?.get('p')?.policy ?? []
-    const wanted = new Set(domains)
-    const result: Array<{ domain: string; obj: string; act: string; effect: Effect }> = []
-    for (const [sub, domain = '', obj = '', act = '', effect = ''] of rows) {
-      if (sub === subject && wanted.has(domain) && (effect === 'allow' || effect === 'deny')) result.push({ domain, obj, act, effect })
-    }
-    return result
+  rulesOf(subject: string, domains: readonly string[]): IndexedRule[] {
+    return this.snapshot.index.rulesOf(subject, domains)
   }
 
   async addRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
-    if (ptype === 'p') await this.enforcer.addNamedPolicy('p', ...values)
-    else await this.enforcer.addNamedGroupingPolicy('g', ...values)
+    const { enforcer, index, cache } = this.snapshot
+    if (ptype === 'p') {
+      await enforcer.addNamedPolicy('p', ...values)
+      index.addPolicy(values)
+    } else {
+      await enforcer.addNamedGroupingPolicy('g', ...values)
+      index.addGrouping(values)
+    }
+    cache?.clear()
   }
 
   async removeRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
-    if (ptype === 'p') await this.enforcer.removeNamedPolicy('p', ...values)
-    else await this.enforcer.removeNamedGroupingPolicy('g', ...values)
+    const { enforcer, index, cache } = this.snapshot
+    if (ptype === 'p') {
+      await enforcer.removeNamedPolicy('p', ...values)
+      index.removePolicy(values)
+    } else {
+      await enforcer.removeNamedGroupingPolicy('g', ...values)
+      index.removeGrouping(values)
+    }
+    cache?.clear()
   }
 }
-

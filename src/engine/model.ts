@@ -3,6 +3,28 @@ import { newModelFromString, type Model } from 'casbin'
 
 export class ModelError extends Error {}
 
+/**
+ * The model the decision index implements (the shipped model.conf). A model
+ * whose sections differ after Casbin's parsing is still served, through
+ * enforce() with a cache.
+ */
+export const REFERENCE_MODEL = `
+[request_definition]
+r = sub, dom, obj, act
+
+[policy_definition]
+p = sub, dom, obj, act, eft
+
+[role_definition]
+g = _, _, _
+
+[policy_effect]
+e = some(where (p.eft == allow)) && !some(where (p.eft == deny))
+
+[matchers]
+m = r.obj == p.obj && r.act == p.act && ((g(r.sub, p.sub, r.dom) && (p.dom == r.dom || p.dom == "global")) || (g(r.sub, p.sub, "global") && p.dom == "global"))
+`
+
 /** The sections the service relies on: requests and policies of (sub, dom, obj, act[, eft]) and a `g` with domains. */
 export function parseModel(text: string): Model {
   let model: Model
