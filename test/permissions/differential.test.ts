@@ -1,30 +1,37 @@
 /**
  * One answer everywhere: for random worlds of sub-roles, users, domains,
- * grants, role denies and user overrides, every (user, domain, obj, act)
- * is decided by
+ * grants, revokes, role denies, role hierarchies and user overrides, every
+ * (user, domain, obj, act) is decided by
  *   1. a plain reading of CONTRACT section 3 written in this file (the oracle),
  *   2. Casbin's enforce() behind the engine's tenant/root/catalog rules,
- *   3. the check endpoint (check-batch and single check),
- *   4. the effective-permission listing (get-user-permissions),
- *   5. the route guard (for the caller's home domain),
- * and all five must agree, before and after a full reload.
+ *   3. engine.decide() (the decision index, or cached enforce() for other models),
+ *   4. the check endpoints (check-batch and single check),
+ *   5. the effective-permission listing (get-user-permissions),
+ *   6. the route guard (for the user's home domain),
+ * and all must agree after incremental changes and again after a full reload.
+ * It runs on the shipped model (index) and on an equivalent model written
+ * differently (the enforce() fallback).
  */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import fc from 'fast-check'
 import Fastify from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { declaredCatalog, type PermissionDeclaration } from '../../src/domain/permissions.js'
 import { GLOBAL_DOMAIN, homeDomain, type Account } from '../../src/domain/principals.js'
 import { syncCatalog } from '../../src/commands/syncCatalog.js'
 import authentication from '../../src/http/plugins/authentication.js'
 import authorization from '../../src/http/plugins/authorization.js'
-import { insertRule } from '../../src/storage/policyRows.js'
+import { deleteRule, insertRule } from '../../src/storage/policyRows.js'
 import { buildTestApp, onboard, register } from '../helper.js'
 
 const SEED = 20261123
-const RUNS = Number(process.env.DIFFERENTIAL_RUNS ?? 12)
+const RUNS = Number(process.env.DIFFERENTIAL_RUNS ?? 10)
 const MERCHANTS = ['m1', 'm2'] as const
 const DOMAINS = [GLOBAL_DOMAIN, 'm1', 'm2', 'm9'] as const
 const ROLES = ['r1', 'r2', 'r3'] as const
+const MAX_HIERARCHY = 10
 
 type Effect = 'allow' | 'deny'
 interface Pair {
@@ -32,113 +39,158 @@ interface Pair {
   act: string
 }
 
-t.test('the oracle, enforce(), check, listing and guard agree', async (t) => {
-  const ta = await buildTestApp(t)
+const roleArb = fc.constantFrom(...ROLES)
+const domainArb = fc.constantFrom(GLOBAL_DOMAIN, ...MERCHANTS)
+const effectArb = fc.constantFrom<Effect>('allow', 'allow', 'deny')
+const opArb = (pairCount: number) => {
+  // Most operations touch a few pairs, so allows, denies and revokes of the same pair meet often.
+  const pair = fc.oneof({ weight: 3, arbitrary: fc.nat({ max: 3 }) }, { weight: 1, arbitrary: fc.nat({ max: pairCount - 1 }) })
+  return fc.oneof(
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('role' as const), role: roleArb, domain: domainArb, pair, effect: effectArb }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('role-revoke' as const), role: roleArb, domain: domainArb, pair }) },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('override' as const), user: fc.nat(), domain: domainArb, pair, effect: effectArb }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('override-revoke' as const), user: fc.nat(), domain: domainArb, pair }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('link' as const), from: roleArb, to: roleArb, domain: domainArb, add: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('reload' as const) }) },
+  )
+}
+
+async function differential(t: Test, label: string, env: Record<string, string>, expectedMode: string): Promise<void> {
+  const ta = await buildTestApp(t, { env })
   const { service } = ta
+  t.equal(service.engine.mode, expectedMode, `${label}: decision mode`)
   // One declared pair is deactivated, so inactive entries are part of every world.
   const declared = declaredCatalog()
   const inactive = declared.find((p) => p.obj === 'reports') as PermissionDeclaration
   await syncCatalog(service, declared.filter((p) => p !== inactive))
   const pairs: Pair[] = [...declared.map(({ obj, act }) => ({ obj, act })), { obj: 'unknown', act: 'thing' }]
   const active = (p: Pair) => service.engine.isActive(p.obj, p.act)
-  t.equal(active(inactive), false, 'the deactivated pair is inactive')
 
-  const owners = new Map<string, Account>()
-  for (const m of MERCHANTS) owners.set(m, await onboard(ta, m))
+  const owners: Account[] = []
+  for (const m of MERCHANTS) owners.push(await onboard(ta, m))
 
   // The route guard on its own instance: one route per pair, each declaring that pair.
   const guard = Fastify({ logger: false })
   await guard.register(authentication, { config: service.config, accounts: service.accounts })
   await guard.register(authorization, { engine: service.engine })
-  for (const p of pairs) {
-    guard.get(`/guard/${p.obj}/${p.act}`, { config: { permission: { ...p, label: '', group: '' } } }, async () => 'ok')
-  }
+  for (const p of pairs) guard.get(`/guard/${p.obj}/${p.act}`, { config: { permission: { ...p, label: '', group: '' } } }, async () => 'ok')
   await guard.ready()
   t.teardown(() => guard.close())
 
   let compared = 0
   let mismatches = 0
   let userCounter = 0
-  const roleArb = fc.constantFrom(...ROLES)
-  const pairArb = fc.nat({ max: pairs.length - 1 })
-  const effectArb = fc.constantFrom<Effect>('allow', 'allow', 'deny')
   const world = fc.record({
-    users: fc.array(fc.record({ home: fc.constantFrom(GLOBAL_DOMAIN, ...MERCHANTS), role: roleArb }), { minLength: 2, maxLength: 6 }),
-    roleRows: fc.array(
-      fc.record({ role: roleArb, domain: fc.constantFrom(GLOBAL_DOMAIN, ...MERCHANTS), pair: pairArb, effect: effectArb }),
-      { maxLength: 25 },
-    ),
-    overrides: fc.array(
-      fc.record({ user: fc.nat(), domain: fc.constantFrom(GLOBAL_DOMAIN, ...MERCHANTS), pair: pairArb, effect: effectArb }),
-      { maxLength: 15 },
-    ),
+    users: fc.array(fc.record({ home: domainArb, role: roleArb }), { minLength: 2, maxLength: 5 }),
+    ops: fc.array(opArb(pairs.length), { minLength: 5, maxLength: 40 }),
   })
 
   await fc.assert(
     fc.asyncProperty(world, async (w) => {
-      // A fresh policy for every world: users stay, rules go.
-      await service.db.query("DELETE FROM casbin_rule WHERE ptype = 'p'")
+      // A fresh policy for every world: users stay, rules and role links go.
+      await service.db.query("DELETE FROM casbin_rule WHERE ptype = 'p' OR (ptype = 'g' AND v0 LIKE 'r_')")
       await service.db.query('DELETE FROM permission_overrides')
       await service.reload()
 
-      const users: Account[] = [ta.root, ...owners.values()]
+      const users: Account[] = [ta.root, ...owners]
       for (const u of w.users) {
         const email = `u${userCounter++}@diff.example`
         users.push(await register(ta, { email, sub_role_code: u.role, ...(u.home !== GLOBAL_DOMAIN ? { merchant_id: u.home } : {}) }))
       }
-      // Oracle state, written as the contract reads.
-      const roleRules: Array<{ role: string; domain: string; pair: Pair; effect: Effect }> = []
-      const userRules = new Map<string, { domain: string; pair: Pair; effect: Effect }>()
-      for (const r of w.roleRows) {
-        const pair = pairs[r.pair] as Pair
-        if (!active(pair)) continue
-        if (r.effect === 'allow') {
-          const res = await ta.call({
-            method: 'POST',
-            url: `/v2/admin/permissions/roles/${r.role}/grant`,
-            body: { command: 'grant-role-permission', data: { ...pair, domain: r.domain } },
-          })
-          if (res.statusCode !== 200) throw new Error(`grant failed: ${res.body}`)
-        } else {
-          // Role-level denies are not an API command, but the model honours them: write the row as another tool would.
-          await insertRule(service.db, 'p', [r.role, r.domain, pair.obj, pair.act, 'deny'])
-          await service.engine.addRule('p', [r.role, r.domain, pair.obj, pair.act, 'deny'])
-        }
-        if (!roleRules.some((x) => x.role === r.role && x.domain === r.domain && x.pair === pair && x.effect === r.effect)) {
-          roleRules.push({ role: r.role, domain: r.domain, pair, effect: r.effect })
-        }
-      }
       const grantees = users.filter((u) => !service.engine.isRootRole(u.sub_role_code))
-      for (const o of w.overrides) {
-        if (grantees.length === 0) break
-        const user = grantees[o.user % grantees.length] as Account
-        const pair = pairs[o.pair] as Pair
-        if (!active(pair)) continue
-        const domain = user.principal_type === 'merchant' ? homeDomain(user) : o.domain
-        const res = await ta.call({
-          method: 'POST',
-          url: `/v2/admin/permissions/users/${user.id}/${o.effect === 'allow' ? 'grant' : 'deny'}`,
-          body: { command: `${o.effect === 'allow' ? 'grant' : 'deny'}-user-permission`, data: { ...pair, domain } },
-        })
-        if (res.statusCode !== 200) throw new Error(`override failed: ${res.body}`)
-        userRules.set(`${user.id}|${domain}|${pair.obj}|${pair.act}`, { domain, pair, effect: o.effect })
+      // Oracle state, kept as the contract reads.
+      const roleRules = new Set<string>() // role|domain|obj|act|effect
+      const userRules = new Map<string, Effect>() // user|domain|obj|act
+      const links = new Set<string>() // from|to|domain
+
+      const call = async (method: 'POST' | 'DELETE', url: string, command: string, data: Record<string, unknown>) => {
+        const res = await ta.call({ method, url, body: { command, data } })
+        if (res.statusCode !== 200) throw new Error(`${command} failed: ${res.body}`)
+      }
+      for (const op of w.ops) {
+        if (op.kind === 'reload') {
+          await service.reload()
+        } else if (op.kind === 'link') {
+          // Role inheritance is not an API command, but the model honours it: write rows as another tool would.
+          if (op.from === op.to) continue
+          const rule = [op.from, op.to, op.domain]
+          if (op.add) {
+            await insertRule(service.db, 'g', rule)
+            await service.engine.addRule('g', rule)
+            links.add(rule.join('|'))
+          } else {
+            await deleteRule(service.db, 'g', rule)
+            await service.engine.removeRule('g', rule)
+            links.delete(rule.join('|'))
+          }
+        } else if (op.kind === 'role' || op.kind === 'role-revoke') {
+          const pair = pairs[op.pair] as Pair
+          if (!active(pair)) continue
+          if (op.kind === 'role-revoke') {
+            await call('DELETE', `/v2/admin/permissions/roles/${op.role}/revoke`, 'revoke-role-permission', { ...pair, domain: op.domain })
+            roleRules.delete([op.role, op.domain, pair.obj, pair.act, 'allow'].join('|'))
+          } else if (op.effect === 'allow') {
+            await call('POST', `/v2/admin/permissions/roles/${op.role}/grant`, 'grant-role-permission', { ...pair, domain: op.domain })
+            roleRules.add([op.role, op.domain, pair.obj, pair.act, 'allow'].join('|'))
+          } else {
+            const rule = [op.role, op.domain, pair.obj, pair.act, 'deny']
+            await insertRule(service.db, 'p', rule)
+            await service.engine.addRule('p', rule)
+            roleRules.add(rule.join('|'))
+          }
+        } else {
+          const user = grantees[op.user % grantees.length] as Account
+          const pair = pairs[op.pair] as Pair
+          if (!active(pair)) continue
+          const domain = user.principal_type === 'merchant' ? homeDomain(user) : op.domain
+          const key = [user.id, domain, pair.obj, pair.act].join('|')
+          if (op.kind === 'override-revoke') {
+            await call('DELETE', `/v2/admin/permissions/users/${user.id}/revoke`, 'revoke-user-permission', { ...pair, domain })
+            userRules.delete(key)
+          } else {
+            const verb = op.effect === 'allow' ? 'grant' : 'deny'
+            await call('POST', `/v2/admin/permissions/users/${user.id}/${verb}`, `${verb}-user-permission`, { ...pair, domain })
+            userRules.set(key, op.effect)
+          }
+        }
       }
 
+      const reach = (subject: string, domain: string): Set<string> => {
+        const found = new Set([subject])
+        let frontier = [subject]
+        for (let depth = 0; depth < MAX_HIERARCHY; depth++) {
+          const next: string[] = []
+          for (const link of links) {
+            const [from, to, d] = link.split('|') as [string, string, string]
+            if (d === domain && frontier.includes(from) && !found.has(to)) {
+              found.add(to)
+              next.push(to)
+            }
+          }
+          frontier = next
+        }
+        return found
+      }
       const oracle = (u: Account, domain: string, pair: Pair): boolean => {
         if (!active(pair)) return false
         if (u.principal_type === 'merchant' && u.merchant_id !== domain) return false
         if (service.engine.isRootRole(u.sub_role_code)) return true
-        const roleDomains = u.principal_type === 'merchant' ? [domain, GLOBAL_DOMAIN] : [GLOBAL_DOMAIN]
-        const userDomains = [domain, GLOBAL_DOMAIN]
-        const effects: Effect[] = []
-        for (const r of roleRules) {
-          if (r.role === u.sub_role_code && roleDomains.includes(r.domain) && r.pair === pair) effects.push(r.effect)
+        const home = homeDomain(u)
+        // The user's sub-role, and the roles it inherits, in the domains the contract says.
+        const rolesHere = home === domain ? reach(u.sub_role_code, domain) : new Set<string>()
+        const rolesGlobal = home === GLOBAL_DOMAIN ? reach(u.sub_role_code, GLOBAL_DOMAIN) : new Set<string>()
+        const effects = new Set<Effect>()
+        for (const effect of ['allow', 'deny'] as const) {
+          for (const role of rolesHere) {
+            for (const d of [domain, GLOBAL_DOMAIN]) if (roleRules.has([role, d, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
+          }
+          for (const role of rolesGlobal) if (roleRules.has([role, GLOBAL_DOMAIN, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
         }
-        for (const d of userDomains) {
-          const o = userRules.get(`${u.id}|${d}|${pair.obj}|${pair.act}`)
-          if (o !== undefined) effects.push(o.effect)
+        for (const d of new Set([domain, GLOBAL_DOMAIN])) {
+          const o = userRules.get([u.id, d, pair.obj, pair.act].join('|'))
+          if (o !== undefined) effects.add(o)
         }
-        return effects.includes('allow') && !effects.includes('deny')
+        return effects.has('allow') && !effects.has('deny')
       }
 
       const compareAll = async (phase: string) => {
@@ -152,17 +204,14 @@ t.test('the oracle, enforce(), check, listing and guard agree', async (t) => {
             })
             const results = (batch.json() as { data: { results: Array<{ allowed: boolean }> } }).data.results
             const listing = await ta.call({ method: 'GET', url: `/v2/admin/permissions/users/${u.id}?domain=${domain}` })
-            const listed = new Set(
-              (listing.json() as { data: { permissions: Pair[] } }).data.permissions.map((p) => `${p.obj}:${p.act}`),
-            )
+            const listed = new Set((listing.json() as { data: { permissions: Pair[] } }).data.permissions.map((p) => `${p.obj}:${p.act}`))
             for (const [i, pair] of pairs.entries()) {
               const expected = oracle(u, domain, pair)
-              const raw = service.engine.enforce(u.id, domain, pair.obj, pair.act)
-              const engineSays =
+              const casbin =
                 active(pair) &&
                 (u.principal_type !== 'merchant' || u.merchant_id === domain) &&
-                (service.engine.isRootRole(u.sub_role_code) || raw)
-              const answers = [engineSays, service.engine.decide(u, domain, pair.obj, pair.act), results[i]?.allowed, listed.has(`${pair.obj}:${pair.act}`)]
+                (service.engine.isRootRole(u.sub_role_code) || service.engine.enforce(u.id, domain, pair.obj, pair.act))
+              const answers = [casbin, service.engine.decide(u, domain, pair.obj, pair.act), results[i]?.allowed, listed.has(`${pair.obj}:${pair.act}`)]
               if (domain === homeDomain(u)) {
                 const guarded = await guard.inject({ method: 'GET', url: `/guard/${pair.obj}/${pair.act}`, headers: { authorization: `Bearer ${token}` } })
                 answers.push(guarded.statusCode === 200)
@@ -170,28 +219,41 @@ t.test('the oracle, enforce(), check, listing and guard agree', async (t) => {
               compared++
               if (answers.some((a) => a !== expected)) {
                 mismatches++
-                t.fail(`${phase}: ${u.principal_type}/${u.sub_role_code} in ${domain} ${pair.obj}:${pair.act}: oracle ${expected}, got ${JSON.stringify(answers)}`)
+                t.fail(`${label} ${phase}: ${u.principal_type}/${u.sub_role_code} in ${domain} ${pair.obj}:${pair.act}: oracle ${expected}, got ${JSON.stringify(answers)}`)
               }
             }
           }
-          // The single-check endpoint answers for itself (caller = subject) on one sampled pair per user.
           const sample = pairs[compared % pairs.length] as Pair
           const single = await ta.call({ method: 'GET', url: `/v2/authz/check?obj=${sample.obj}&act=${sample.act}`, token })
-          const expected = oracle(u, homeDomain(u), sample)
           compared++
-          if ((single.json() as { data: { allowed: boolean } }).data.allowed !== expected) {
+          if ((single.json() as { data: { allowed: boolean } }).data.allowed !== oracle(u, homeDomain(u), sample)) {
             mismatches++
-            t.fail(`${phase}: single check for ${u.id} ${sample.obj}:${sample.act}`)
+            t.fail(`${label} ${phase}: single check for ${u.id} ${sample.obj}:${sample.act}`)
           }
         }
       }
-      await compareAll('incremental')
+      await compareAll('after incremental changes')
       await service.reload()
-      await compareAll('after reload')
+      await compareAll('after a full reload')
     }),
     { seed: SEED, numRuns: RUNS, endOnFailure: true },
   )
-  t.equal(mismatches, 0, `${compared} decisions compared, ${mismatches} mismatches`)
-  t.ok(compared > RUNS * 100, `compared ${compared} decisions`)
-  t.comment(`differential: ${compared} decisions compared, ${mismatches} mismatches (seed ${SEED}, ${RUNS} worlds)`)
+  t.equal(mismatches, 0, `${label}: ${compared} decisions compared, ${mismatches} mismatches`)
+  t.ok(compared > RUNS * 100, `${label}: compared ${compared} decisions`)
+  t.comment(`differential (${label}): ${compared} decisions compared, ${mismatches} mismatches (seed ${SEED}, ${RUNS} worlds)`)
+}
+
+t.test('shipped model: the decision index', (t) => differential(t, 'index', {}, 'index'))
+
+t.test('an equivalent model written differently: cached enforce()', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'model-'))
+  const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
+  // The same matcher with its two alternatives swapped: not the text the index knows.
+  const swapped = shipped.replace(
+    /m = r\.obj == p\.obj && r\.act == p\.act && \\\n\s*\(\((g\(r\.sub, p\.sub, r\.dom\) && \(p\.dom == r\.dom \|\| p\.dom == "global"\))\) \|\| \\\n\s*\((g\(r\.sub, p\.sub, "global"\) && p\.dom == "global")\)\)/,
+    'm = r.obj == p.obj && r.act == p.act && (($2) || ($1))',
+  )
+  t.not(swapped, shipped, 'the model was rewritten')
+  writeFileSync(join(dir, 'model.conf'), swapped)
+  await differential(t, 'enforce-cache', { MODEL_PATH: join(dir, 'model.conf') }, 'enforce-cache')
 })

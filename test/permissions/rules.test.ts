@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildTestApp, onboard, register, type TestApp } from '../helper.js'
 import type { Account } from '../../src/domain/principals.js'
 
@@ -11,7 +11,7 @@ interface World {
   staff: Account
 }
 
-async function world(t: Parameters<typeof buildTestApp>[0]): Promise<World> {
+async function world(t: Test): Promise<World> {
   const ta = await buildTestApp(t)
   const m1Owner = await onboard(ta, 'm1')
   const m2Owner = await onboard(ta, 'm2')
