@@ -40,14 +40,23 @@ export class StorageAdapter implements FilteredAdapter {
   }
 
   private async load(model: Model, options: { domain?: string }): Promise<void> {
+    // Repeated values (domains, pairs, effects, role codes) share one string
+    // each, which keeps a large policy's heap small.
+    const pool = new Map<string, string>()
+    const intern = (value: string): string => {
+      const known = pool.get(value)
+      if (known !== undefined) return known
+      pool.set(value, value)
+      return value
+    }
     for await (const row of iterateRules(this.db, options)) {
       const assertion = model.model.get(row.ptype.charAt(0))?.get(row.ptype)
-      assertion?.policy.push(row.fields)
+      assertion?.policy.push(row.fields.map(intern))
     }
     const p = model.model.get('p')?.get('p')
     if (p === undefined) return
     for await (const override of iterateOverrides(this.db, options)) {
-      p.policy.push([override.user_id, override.domain, override.obj, override.act, override.effect])
+      p.policy.push([override.user_id, override.domain, override.obj, override.act, override.effect].map(intern))
     }
   }
 

@@ -37,6 +37,9 @@ function jwtOptions(options: AuthenticationOptions): FastifyJWTOptions {
   const { config } = options
   const claims = {
     requiredClaims: ['sub', 'exp'],
+    // fast-jwt keeps verified tokens (and failures) for at most their lifetime, so a
+    // token seen again skips the signature check.
+    cache: 10_000,
     ...(config.jwtIssuer !== undefined ? { allowedIss: config.jwtIssuer } : {}),
     ...(config.jwtAudience !== undefined ? { allowedAud: config.jwtAudience } : {}),
   }
