@@ -20,18 +20,18 @@ declare module 'fastify' {
  * Runs right after authentication, before the body is validated.
  */
 const authorizationPlugin: FastifyPluginAsync<{ engine: PermissionEngine }> = async (app, { engine }) => {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const { permission, principalTypes } = request.routeOptions.config
     const caller = request.caller
-    if (caller === null) return
+    if (caller === null) return done()
     const account = caller.account
     if (principalTypes !== undefined && !principalTypes.includes(account.principal_type)) {
-      throw new ServiceError('PRINCIPAL_TYPE_DENIED', { principal_type: account.principal_type })
+      return done(new ServiceError('PRINCIPAL_TYPE_DENIED', { principal_type: account.principal_type }))
     }
-    if (permission === undefined) return
-    if (!engine.decide(account, homeDomain(account), permission.obj, permission.act)) {
-      throw new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) })
+    if (permission !== undefined && !engine.decide(account, homeDomain(account), permission.obj, permission.act)) {
+      return done(new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) }))
     }
+    done()
   })
 }
 

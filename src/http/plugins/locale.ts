@@ -13,12 +13,13 @@ declare module 'fastify' {
 const localePlugin: FastifyPluginAsync<{ localizer: Localizer }> = async (app, { localizer }) => {
   app.decorateRequest('locale', '')
   app.decorateRequest('t', null as unknown as Translate)
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const query = request.query as Record<string, unknown> | undefined
     const lang = typeof query?.lang === 'string' ? query.lang : undefined
     const header = request.headers['accept-language']
     request.locale = localizer.negotiate(lang, typeof header === 'string' ? header : undefined)
     request.t = localizer.translator(request.locale)
+    done()
   })
 }
 

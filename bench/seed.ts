@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto'
+import { buildService, type Service } from '../src/compose.js'
+import { loadConfig } from '../src/config.js'
+import { registerAdmin } from '../src/commands/registerAdmin.js'
+import { onboardMerchant } from '../src/commands/onboardMerchant.js'
+import { SYSTEM_ACTOR } from '../src/domain/audit.js'
+import { declaredCatalog } from '../src/domain/permissions.js'
+import type { Database } from '../src/storage/db.js'
+import { migrate } from '../src/storage/migrate.js'
+import { openPostgres } from '../src/storage/pg.js'
+import { openPGlite } from '../src/storage/pglite.js'
+
+export const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
+export const BENCH_SECRET = 'bench-secret-0123456789abcdef'
+export const BENCH_EMAIL = 'clerk@m1.bench'
+
+/** A store of its own: a fresh schema on PostgreSQL, or an in-memory PGlite. */
+export async function benchDatabase(schema?: string): Promise<{ db: Database; schema: string | null; drop: () => Promise<void> }> {
+  if (postgresUrl === undefined) {
+    const db = await openPGlite(null)
+    return { db, schema: null, drop: () => db.close() }
+  }
+  const name = schema ?? `bench_${randomBytes(4).toString('hex')}`
+  const admin = openPostgres({ url: postgresUrl, max: 1 })
+  if (schema === undefined) await admin.query(`CREATE SCHEMA ${name}`)
+  const db = openPostgres({ url: postgresUrl, schema: name })
+  return {
+    db,
+    schema: name,
+    drop: async () => {
+      await db.close()
+      if (schema === undefined) await admin.query(`DROP SCHEMA ${name} CASCADE`)
+      await admin.close()
+    },
+  }
+}
+
+export function benchConfig() {
+  return loadConfig({ DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: BENCH_SECRET, LOG_LEVEL: 'silent' })
+}
+
+/**
+ * `rules` role grants over the catalog's pairs: 800 rules per sub-role
+ * (50 merchants × 16 pairs), about 1% of them denies.
+ */
+export async function seedRules(db: Database, rules: number): Promise<void> {
+  await migrate(db)
+  const pairs = declaredCatalog()
+  const objs = pairs.map((p) => p.obj)
+  const acts = pairs.map((p) => p.act)
+  const n = pairs.length
+  await db.query(
+    `INSERT INTO casbin_rule (ptype, v0, v1, v2, v3, v4)
+     SELECT 'p', 'role_' || (i / ${50 * n}), 'm' || (i % 50), ($2::text[])[((i / 50) % ${n}) + 1], ($3::text[])[((i / 50) % ${n}) + 1],
+            CASE WHEN i % 97 = 0 THEN 'deny' ELSE 'allow' END
+     FROM generate_series(0, $1::int - 1) AS i`,
+    [rules, objs, acts],
+  )
+}
+
+/** A merchant user of m1 holding `role_1` (which has grants in m1), and its token. */
+export async function benchSubject(service: Service): Promise<{ userId: string; token: string }> {
+  const owner = await onboardMerchant(service, SYSTEM_ACTOR, { merchant_id: 'm1', email: 'owner@m1.bench', password: 'bench-password', name: 'Owner' })
+  const clerk = await registerAdmin(service, { account: owner, ip: null }, { email: BENCH_EMAIL, password: 'bench-password', name: 'Clerk', sub_role_code: 'role_1' })
+  if (service.tokens === null) throw new Error('bench needs JWT_SECRET')
+  return { userId: clerk.id, token: service.tokens.issue(clerk, 86400).access_token }
+}
+
+export async function benchService(db: Database): Promise<Service> {
+  return buildService(benchConfig(), { db, skipFirstAdmin: true })
+}
