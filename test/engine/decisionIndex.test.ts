@@ -1,0 +1,94 @@
+import t from 'tap'
+import { DecisionIndex } from '../../src/engine/decisionIndex.js'
+import { VerifiedTokenCache } from '../../src/http/plugins/tokenCache.js'
+
+t.test('the index answers as model.conf reads', async (t) => {
+  const index = DecisionIndex.build(
+    [
+      ['clerk', 'm1', 'orders', 'read', 'allow'],
+      ['clerk', 'global', 'orders', 'refund', 'allow'],
+      ['clerk', 'm1', 'orders', 'refund', 'deny'],
+      ['support', 'global', 'payouts', 'read', 'allow'],
+      ['support', 'm2', 'payouts', 'approve', 'allow'],
+      ['u-1', 'm1', 'customers', 'read', 'allow'],
+      ['u-2', 'global', 'customers', 'export', 'allow'],
+      ['u-2', 'm2', 'payouts', 'read', 'deny'],
+      ['clerk', 'm1', 'odd', 'value', 'maybe'],
+    ],
+    [
+      ['u-1', 'clerk', 'm1'],
+      ['u-2', 'support', 'global'],
+    ],
+  )
+  // Merchant user u-1 (clerk in m1).
+  t.equal(index.allowed('u-1', 'm1', 'orders', 'read'), true, 'role grant in its merchant')
+  t.equal(index.allowed('u-1', 'm1', 'orders', 'refund'), false, 'a deny in m1 beats the global allow')
+  t.equal(index.allowed('u-1', 'm1', 'customers', 'read'), true, 'its own override')
+  t.equal(index.allowed('u-1', 'm2', 'orders', 'read'), false, 'nothing outside its merchant')
+  t.equal(index.allowed('u-1', 'global', 'orders', 'refund'), false, 'the role is assigned in m1 only')
+  t.equal(index.allowed('u-1', 'm1', 'odd', 'value'), false, 'an effect other than allow/deny counts for nothing')
+  // System-owner user u-2 (support in global).
+  t.equal(index.allowed('u-2', 'm1', 'payouts', 'read'), true, 'global grants reach every domain')
+  t.equal(index.allowed('u-2', 'm2', 'payouts', 'read'), false, 'its deny in m2')
+  t.equal(index.allowed('u-2', 'm2', 'payouts', 'approve'), false, "a merchant's grant to the role code never reaches system-owner users")
+  t.equal(index.allowed('u-2', 'm3', 'customers', 'export'), true)
+  t.equal(index.allowed('nobody', 'm1', 'orders', 'read'), false)
+  t.equal(index.allowed('u-1', 'm1', 'never', 'seen'), false)
+
+  t.test('incremental changes', async (t) => {
+    index.addPolicy(['clerk', 'm1', 'payouts', 'read', 'allow'])
+    t.equal(index.allowed('u-1', 'm1', 'payouts', 'read'), true)
+    index.addPolicy(['u-1', 'm1', 'payouts', 'read', 'deny'])
+    t.equal(index.allowed('u-1', 'm1', 'payouts', 'read'), false)
+    index.removePolicy(['u-1', 'm1', 'payouts', 'read', 'deny'])
+    t.equal(index.allowed('u-1', 'm1', 'payouts', 'read'), true)
+    index.removePolicy(['clerk', 'm1', 'payouts', 'read', 'allow'])
+    t.equal(index.allowed('u-1', 'm1', 'payouts', 'read'), false)
+    index.removeGrouping(['u-1', 'clerk', 'm1'])
+    t.equal(index.allowed('u-1', 'm1', 'orders', 'read'), false, 'without its role')
+    t.equal(index.allowed('u-1', 'm1', 'customers', 'read'), true, 'its own rows stay')
+    index.addGrouping(['u-1', 'clerk', 'm1'])
+    t.equal(index.allowed('u-1', 'm1', 'orders', 'read'), true)
+    index.removePolicy(['ghost', 'm9', 'no', 'thing', 'allow'])
+    t.same(index.rulesOf('ghost', ['m9']), [], 'removing what is not there changes nothing')
+  })
+
+  t.test('role hierarchies, up to the depth Casbin follows', async (t) => {
+    const chain = DecisionIndex.build(
+      [['r11', 'm1', 'orders', 'read', 'allow']],
+      [['u', 'r1', 'm1'], ...Array.from({ length: 10 }, (_, i) => [`r${i + 1}`, `r${i + 2}`, 'm1'])],
+    )
+    // u → r1 → … → r11 is 11 links; Casbin follows at most 10.
+    t.equal(chain.allowed('u', 'm1', 'orders', 'read'), false)
+    t.equal(chain.allowed('r1', 'm1', 'orders', 'read'), true, 'ten links are followed')
+    chain.addGrouping(['u', 'r2', 'm1'])
+    t.equal(chain.allowed('u', 'm1', 'orders', 'read'), true, 'a shorter path')
+    chain.addGrouping(['r11', 'r1', 'm1'])
+    t.equal(chain.allowed('u', 'm1', 'orders', 'read'), true, 'a cycle does not loop forever')
+  })
+
+  t.test('rulesOf lists one subject without scanning others', async (t) => {
+    t.same(
+      index.rulesOf('clerk', ['m1', 'global']).map((r) => `${r.domain} ${r.obj}:${r.act} ${r.effect}`).sort(),
+      ['global orders:refund allow', 'm1 orders:read allow', 'm1 orders:refund deny'],
+    )
+    t.same(index.rulesOf('clerk', ['m2']), [])
+  })
+})
+
+t.test('verified tokens are kept until they expire, within a bound', async (t) => {
+  let now = 1_000_000
+  const cache = new VerifiedTokenCache<{ exp?: unknown; sub: string }>(2, () => now)
+  cache.set('a', { sub: 'a', exp: 1_010 })
+  cache.set('never-expires', { sub: 'x' })
+  t.equal(cache.get('a')?.sub, 'a')
+  t.equal(cache.get('never-expires'), undefined, 'a token without exp is not kept')
+  now = 1_010_000
+  t.equal(cache.get('a'), undefined, 'gone at its expiry')
+  cache.set('b', { sub: 'b', exp: 2_000 })
+  cache.set('c', { sub: 'c', exp: 2_000 })
+  cache.set('d', { sub: 'd', exp: 2_000 })
+  t.equal(cache.size, 2)
+  t.equal(cache.get('b'), undefined, 'the oldest leaves first')
+  t.equal(cache.get('d')?.sub, 'd')
+})

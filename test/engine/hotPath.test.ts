@@ -1,0 +1,81 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { buildTestApp, buildTestService, onboard, register } from '../helper.js'
+
+t.test('the check path answers from memory: it still works with the database gone', async (t) => {
+  const ta = await buildTestApp(t)
+  const owner = await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk' }, ta.tokenFor(owner))
+  await ta.call({
+    method: 'POST',
+    url: '/v2/admin/permissions/roles/clerk/grant',
+    token: ta.tokenFor(owner),
+    body: { command: 'grant-role-permission', data: { obj: 'orders', act: 'read' } },
+  })
+  const token = ta.tokenFor(clerk)
+  const ask = () => ta.call({ method: 'GET', url: '/v2/authz/check?obj=orders&act=read', token })
+  t.equal((await ask()).json().data.allowed, true)
+  await ta.service.db.close()
+  const after = await ask()
+  t.equal(after.statusCode, 200, 'no database needed')
+  t.equal(after.json().data.allowed, true)
+  const other = await ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=read&user_id=${clerk.id}` })
+  t.equal(other.json().data.allowed, true, 'asking about another user needs no database either')
+  const batch = await ta.call({
+    method: 'POST',
+    url: '/v2/authz/check-batch',
+    token,
+    body: { command: 'check-batch', data: { checks: [{ obj: 'orders', act: 'read' }, { obj: 'orders', act: 'refund' }] } },
+  })
+  t.same(batch.json().data.results.map((r: { allowed: boolean }) => r.allowed), [true, false])
+})
+
+t.test('a reload swaps the whole policy at once: checks during it never see a partial one', async (t) => {
+  const ta = await buildTestApp(t)
+  const owner = await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk' }, ta.tokenFor(owner))
+  for (const act of ['read', 'refund', 'cancel']) {
+    await ta.call({
+      method: 'POST',
+      url: '/v2/admin/permissions/roles/clerk/grant',
+      token: ta.tokenFor(owner),
+      body: { command: 'grant-role-permission', data: { obj: 'orders', act } },
+    })
+  }
+  await ta.call({
+    method: 'POST',
+    url: `/v2/admin/permissions/users/${clerk.id}/deny`,
+    token: ta.tokenFor(owner),
+    body: { command: 'deny-user-permission', data: { obj: 'orders', act: 'cancel' } },
+  })
+  let done = false
+  let checks = 0
+  let wrong = 0
+  const reloading = ta.service.reload().then(() => {
+    done = true
+  })
+  while (!done) {
+    const e = ta.service.engine
+    if (!e.decide(clerk, 'm1', 'orders', 'read') || !e.decide(clerk, 'm1', 'orders', 'refund') || e.decide(clerk, 'm1', 'orders', 'cancel')) wrong++
+    checks++
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await reloading
+  t.ok(checks > 0, `${checks} checks ran during the reload`)
+  t.equal(wrong, 0, 'every check saw the whole policy')
+})
+
+t.test('a model the index does not know is logged and served through enforce()', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'model-'))
+  const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
+  writeFileSync(join(dir, 'model.conf'), shipped.replace('r.obj == p.obj && r.act == p.act', 'r.act == p.act && r.obj == p.obj'))
+  const warnings: string[] = []
+  const log = { info: () => undefined, error: () => undefined, warn: (_obj: object, msg?: string) => void warnings.push(msg ?? '') }
+  const service = await buildTestService(t, { env: { MODEL_PATH: join(dir, 'model.conf') }, log })
+  t.equal(service.engine.mode, 'enforce-cache')
+  t.match(warnings.join('\n'), /enforce\(\) with a cache/)
+  const shippedService = await buildTestService(t, { log })
+  t.equal(shippedService.engine.mode, 'index')
+})
