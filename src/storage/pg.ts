@@ -51,8 +51,12 @@ class PostgresDatabase implements Database {
     }
   }
 
-  async close(): Promise<void> {
-    await this.pool.end()
+  private closing: Promise<void> | null = null
+
+  /** Idempotent: shutdown paths may close twice. */
+  close(): Promise<void> {
+    this.closing ??= this.pool.end()
+    return this.closing
   }
 }
 
