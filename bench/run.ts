@@ -62,7 +62,7 @@ async function seeded(rules: number): Promise<Seeded & { userId: string }> {
 async function inProcess(rules: number, withEnforce: boolean): Promise<{ indexRate: number; enforceRate: number | null; store: Seeded & { userId: string } }> {
   const store = await seeded(rules)
   const { engine, loadMs, heapPerRule } = await engineFor(store.db)
-  const subject = { id: store.userId, principal_type: 'merchant' as const, merchant_id: 'm1', sub_role_code: 'role_1' }
+  const subject = { id: store.userId, principal_type: 'merchant' as const, merchant_id: 'm1', sub_role_code: 'role_0' }
   const questions = [
     ['m1', 'orders', 'read'],
     ['m1', 'payouts', 'approve'],

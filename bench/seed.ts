@@ -58,10 +58,10 @@ export async function seedRules(db: Database, rules: number): Promise<void> {
   )
 }
 
-/** A merchant user of m1 holding `role_1` (which has grants in m1), and its token. */
+/** A merchant user of m1 holding `role_0` (granted every catalog pair in m1, but 1% denies), and its token. */
 export async function benchSubject(service: Service): Promise<{ userId: string; token: string }> {
   const owner = await onboardMerchant(service, SYSTEM_ACTOR, { merchant_id: 'm1', email: 'owner@m1.bench', password: 'bench-password', name: 'Owner' })
-  const clerk = await registerAdmin(service, { account: owner, ip: null }, { email: BENCH_EMAIL, password: 'bench-password', name: 'Clerk', sub_role_code: 'role_1' })
+  const clerk = await registerAdmin(service, { account: owner, ip: null }, { email: BENCH_EMAIL, password: 'bench-password', name: 'Clerk', sub_role_code: 'role_0' })
   if (service.tokens === null) throw new Error('bench needs JWT_SECRET')
   return { userId: clerk.id, token: service.tokens.issue(clerk, 86400).access_token }
 }

@@ -1,6 +1,6 @@
 import { createPublicKey } from 'node:crypto'
 import jwt, { type FastifyJWTOptions } from '@fastify/jwt'
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import buildGetJwks from 'get-jwks'
 import type { Caller } from '../../commands/context.js'
@@ -116,8 +116,7 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
 
   // Callback style: a token seen before with its account in memory is admitted
   // without a promise, which is most of the gateway's traffic.
-  app.addHook('onRequest', (request, _reply, done) => {
-    if (request.routeOptions.config.public === true) return done()
+  const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const header = request.headers.authorization
     if (header === undefined || header === '') return done(new ServiceError('UNAUTHENTICATED'))
     const token = BEARER.exec(header)?.[1]
@@ -134,7 +133,20 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
       return done(error as Error)
     }
     done()
+  }
+
+  // Attached to each non-public route when it is declared, so no request pays
+  // for looking its route options up.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.public === true) return
+    route.onRequest = [...asArray(route.onRequest), authenticate]
   })
+}
+
+/** A route's hooks may be one function, a list, or none. */
+export function asArray<T>(value: T | T[] | undefined): T[] {
+  if (value === undefined) return []
+  return Array.isArray(value) ? value : [value]
 }
 
 export default fp(authenticationPlugin, { fastify: '5.x', name: 'authentication' })

@@ -1,9 +1,10 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import { ServiceError } from '../../domain/errors.js'
 import { permissionName, type PermissionDeclaration } from '../../domain/permissions.js'
 import { homeDomain, type PrincipalType } from '../../domain/principals.js'
 import type { PermissionEngine } from '../../engine/engine.js'
+import { asArray } from './authentication.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -20,18 +21,23 @@ declare module 'fastify' {
  * Runs right after authentication, before the body is validated.
  */
 const authorizationPlugin: FastifyPluginAsync<{ engine: PermissionEngine }> = async (app, { engine }) => {
-  app.addHook('onRequest', (request, _reply, done) => {
-    const { permission, principalTypes } = request.routeOptions.config
-    const caller = request.caller
-    if (caller === null) return done()
-    const account = caller.account
-    if (principalTypes !== undefined && !principalTypes.includes(account.principal_type)) {
-      return done(new ServiceError('PRINCIPAL_TYPE_DENIED', { principal_type: account.principal_type }))
+  // Each route gets its own guard when it is declared, with its permission
+  // already read; routes that declare nothing get no guard.
+  app.addHook('onRoute', (route) => {
+    const { permission, principalTypes } = route.config ?? {}
+    if (route.config?.public === true || (permission === undefined && principalTypes === undefined)) return
+    const guard = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+      const account = request.caller?.account
+      if (account === undefined) return done(new ServiceError('UNAUTHENTICATED'))
+      if (principalTypes !== undefined && !principalTypes.includes(account.principal_type)) {
+        return done(new ServiceError('PRINCIPAL_TYPE_DENIED', { principal_type: account.principal_type }))
+      }
+      if (permission !== undefined && !engine.decide(account, homeDomain(account), permission.obj, permission.act)) {
+        return done(new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) }))
+      }
+      done()
     }
-    if (permission !== undefined && !engine.decide(account, homeDomain(account), permission.obj, permission.act)) {
-      return done(new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) }))
-    }
-    done()
+    route.onRequest = [...asArray(route.onRequest), guard]
   })
 }
 
