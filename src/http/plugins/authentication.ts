@@ -38,7 +38,12 @@ function keyAlgorithm(pem: string): 'RS256' | 'ES256' {
 function jwtOptions(options: AuthenticationOptions): FastifyJWTOptions {
   const { config } = options
   const claims = {
-    requiredClaims: ['sub', 'exp'],
+    requiredClaims: [
+      'sub',
+      'exp',
+      ...(config.jwtIssuer !== undefined ? ['iss'] : []),
+      ...(config.jwtAudience !== undefined ? ['aud'] : []),
+    ],
     ...(config.jwtIssuer !== undefined ? { allowedIss: config.jwtIssuer } : {}),
     ...(config.jwtAudience !== undefined ? { allowedAud: config.jwtAudience } : {}),
   }
