@@ -54,7 +54,9 @@ export interface Config {
   loginRateLimitPerMinute: number
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
 
 const repositoryRoot = fileURLToPath(new URL('..', import.meta.url))
 
