@@ -22,6 +22,13 @@ export function readMigrations(dir = defaultDir): Migration[] {
  * together apply each file once. Returns the versions it applied.
  */
 export async function migrate(db: Database, migrations = readMigrations()): Promise<string[]> {
+  // Up to date: nothing to lock or create, so a service role without DDL rights starts too.
+  const { rows: existing } = await db.query<{ exists: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS exists")
+  if (existing[0]?.exists === true) {
+    const { rows } = await db.query<{ version: string }>('SELECT version FROM schema_migrations')
+    const applied = new Set(rows.map((r) => r.version))
+    if (migrations.every((m) => applied.has(m.version))) return []
+  }
   return db.transaction(async (tx) => {
     await tx.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':migrations'))")
     await tx.query(

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto'
+import t from 'tap'
+import { buildService } from '../../src/compose.js'
+import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
+import { migrate } from '../../src/storage/migrate.js'
+import { openPostgres } from '../../src/storage/pg.js'
+import { backend, freshDatabase, postgresUrl, testConfig } from '../helper.js'
+
+/** The README's GRANT statements, for a schema and a role. */
+export function serviceRoleGrants(schema: string, role: string): string[] {
+  return [
+    `GRANT USAGE ON SCHEMA ${schema} TO ${role}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.admin_accounts, ${schema}.merchants, ${schema}.sub_roles, ${schema}.casbin_rule, ${schema}.permission_overrides, ${schema}.permission_catalog TO ${role}`,
+    `GRANT SELECT, UPDATE ON ${schema}.store_revision TO ${role}`,
+    `GRANT SELECT ON ${schema}.schema_migrations TO ${role}`,
+    `GRANT SELECT, INSERT ON ${schema}.permission_audit TO ${role}`,
+    `GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${role}`,
+  ]
+}
+
+t.test('the service runs as a role that may only insert and read audit rows', async (t) => {
+  if (backend !== 'postgres' || postgresUrl === undefined) {
+    // PGlite has a single superuser: the append-only trigger is what protects rows there (test/audit/chain.test.ts).
+    t.equal(backend, 'pglite')
+    return
+  }
+  const db = await freshDatabase(t)
+  await migrate(db)
+  const schema = db.schema as string
+  const role = `aps_service_${randomBytes(4).toString('hex')}`
+  const password = randomBytes(12).toString('hex')
+  await db.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
+  t.teardown(async () => {
+    await db.query(`DROP OWNED BY ${role}`)
+    await db.query(`DROP ROLE ${role}`)
+  })
+  for (const statement of serviceRoleGrants(schema, role)) await db.query(statement)
+  const url = new URL(postgresUrl)
+  url.username = role
+  url.password = password
+  const limited = openPostgres({ url: url.toString(), schema })
+  t.teardown(() => limited.close())
+
+  const service = await buildService(testConfig({ DATABASE_URL: url.toString() }), { db: limited, skipFirstAdmin: true })
+  const root = await service.db.query<{ id: string }>("SELECT id::text AS id FROM admin_accounts WHERE sub_role_code = 'super_admin'")
+  const account = await service.accounts.get(root.rows[0]?.id ?? '')
+  t.ok(account, 'bootstrap and catalog sync worked with the limited role')
+  const change = await grantRolePermission(service, { account: account!, ip: null }, 'clerk', { obj: 'orders', act: 'read' })
+  t.equal(change.changed, true, 'grants write their audit rows')
+  await t.rejects(limited.query("UPDATE permission_audit SET ip = 'x'"), { code: '42501' }, 'UPDATE is not granted')
+  await t.rejects(limited.query('DELETE FROM permission_audit'), { code: '42501' }, 'DELETE is not granted')
+  await t.rejects(limited.query('TRUNCATE permission_audit'), { code: '42501' })
+})
