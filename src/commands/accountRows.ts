@@ -1,24 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import type { AuditEntry } from '../domain/audit.js'
 import { ServiceError } from '../domain/errors.js'
-import { homeDomain, type Account, type PrincipalType } from '../domain/principals.js'
-import { insertAccount } from '../storage/accounts.js'
+import { homeDomain, type Account } from '../domain/principals.js'
+import { insertAccount, type NewAccount } from '../storage/accounts.js'
 import { UNIQUE_VIOLATION, sqlState, violatedConstraint, type Queryable } from '../storage/db.js'
 import { insertRule } from '../storage/policyRows.js'
 import { ensureSubRole } from '../storage/subRoles.js'
 import type { MemoryChange, PlannedWrite } from './writeQueue.js'
 
-export interface AccountDraft {
-  email: string
-  password_hash: string
-  name: string
-  phone: string | null
-  principal_type: PrincipalType
-  merchant_id: string | null
-  sub_role_code: string
-  parent_role: PrincipalType | null
-  created_by: string | null
-}
+export type AccountDraft = Omit<NewAccount, 'id'>
 
 /**
  * Inserts an account with its sub-role assignment (`g, <user>, <sub-role>, <home domain>`)

@@ -1,22 +1,12 @@
-import type { Account, PrincipalType } from '../domain/principals.js'
+import type { Account } from '../domain/principals.js'
 import type { Queryable } from './db.js'
 
 export interface AccountWithHash extends Account {
   password_hash: string
 }
 
-export interface NewAccount {
-  id: string
-  email: string
-  password_hash: string
-  name: string
-  phone: string | null
-  principal_type: PrincipalType
-  merchant_id: string | null
-  sub_role_code: string
-  parent_role: PrincipalType | null
-  created_by: string | null
-}
+/** An account row to insert: the account's fields with its password hash, the store sets the time. */
+export type NewAccount = Omit<AccountWithHash, 'created_at'>
 
 const columns =
   'id::text AS id, email, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by::text AS created_by, created_at'
