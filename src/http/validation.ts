@@ -1,6 +1,4 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
-import type { TSchema } from '@sinclair/typebox'
-import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { Ajv, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchema } from 'fastify'
 import type { FieldError } from '../domain/errors.js'
@@ -22,36 +20,8 @@ export function createValidatorCompiler() {
   const coercing = new Ajv({ ...options, coerceTypes: true })
   addFormats(strict)
   addFormats(coercing)
-  return ({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) => {
-    const validate = (httpPart === 'body' ? strict : coercing).compile(schema as object)
-    return httpPart === 'querystring' || httpPart === 'params' ? withFastPath(schema, validate) : validate
-  }
-}
-
-type AjvValidate = ValidateFunction & ((data: unknown) => boolean)
-
-/**
- * Query strings and path parameters that already match their TypeBox schema
- * as sent (all text, nothing to coerce) pass TypeBox's compiled check, the
- * cheapest test on the gateway's hot path; anything else goes through AJV,
- * which coerces numbers and reports the errors the client sees.
- */
-function withFastPath(schema: FastifySchema, validate: AjvValidate) {
-  let check: ((value: unknown) => boolean) | undefined
-  try {
-    const compiled = TypeCompiler.Compile(schema as TSchema)
-    check = (value) => compiled.Check(value)
-  } catch {
-    return validate
-  }
-  const fast = (data: unknown): boolean => {
-    if (check(data)) return true
-    const ok = validate(data)
-    fast.errors = validate.errors
-    return ok
-  }
-  fast.errors = null as ValidateFunction['errors']
-  return fast
+  return ({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) =>
+    (httpPart === 'body' ? strict : coercing).compile(schema as object)
 }
 
 /** The field an AJV error is about, named as the client sent it (`email`, `checks[0].obj`, `page`). */
