@@ -1,4 +1,5 @@
 import { ServiceError } from '../domain/errors.js'
+import { assertMayAssignSubRole } from '../domain/grantRules.js'
 import { homeDomain, type Account } from '../domain/principals.js'
 import { placeNewAdmin } from '../domain/registration.js'
 import { emailTaken } from '../storage/accounts.js'
@@ -17,6 +18,15 @@ export interface RegisterAdminInput {
 
 export async function registerAdmin(ctx: CommandContext, caller: Caller, input: RegisterAdminInput): Promise<Account> {
   const placement = placeNewAdmin(caller.account, input)
+  const home = homeDomain(placement)
+  assertMayAssignSubRole({
+    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    beyondCaller: ctx.engine
+      .catalogEntries()
+      .filter((e) => ctx.engine.subRoleAllows(input.sub_role_code, home, e.obj, e.act) && !ctx.engine.decide(caller.account, home, e.obj, e.act))
+      .map((e) => `${e.obj}:${e.act}`),
+    domain: home,
+  })
   if (placement.merchant_id !== null && !(await merchantExists(ctx.db, placement.merchant_id))) {
     throw new ServiceError('MERCHANT_NOT_FOUND', { merchant_id: placement.merchant_id })
   }

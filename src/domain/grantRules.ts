@@ -30,3 +30,12 @@ export function assertMayGrant(check: GrantCheck): void {
   if (check.targetIsRoot) throw new ServiceError('ROOT_ROLE_NOT_GRANTABLE', { sub_role_code: check.targetRole })
   if (!check.callerIsRoot && !check.callerHolds) throw new ServiceError('PRIVILEGE_ESCALATION', { domain: check.domain })
 }
+
+/**
+ * Registration: a non-root caller may only create accounts whose sub-role
+ * holds nothing the caller lacks in the new account's domain; otherwise it
+ * could log in as the account it made and hold more than it was given.
+ */
+export function assertMayAssignSubRole(check: { callerIsRoot: boolean; beyondCaller: readonly string[]; domain: string }): void {
+  if (!check.callerIsRoot && check.beyondCaller.length > 0) throw new ServiceError('PRIVILEGE_ESCALATION', { domain: check.domain })
+}

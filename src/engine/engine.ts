@@ -122,6 +122,15 @@ export class PermissionEngine {
     return answer
   }
 
+  /**
+   * What a user holding only `subRole`, at home in `domain`, would be allowed
+   * there: the sub-role asked as the subject. Root sub-roles hold everything.
+   */
+  subRoleAllows(subRole: string, domain: string, obj: string, act: string): boolean {
+    if (!this.isActive(obj, act)) return false
+    return this.rootRoles.has(subRole) || this.modelAllows(subRole, domain, obj, act)
+  }
+
   /** The one decision every path uses: route guard, check endpoints, effective sets. */
   decide(subject: Subject, domain: string, obj: string, act: string): boolean {
     if (!this.isActive(obj, act)) return false

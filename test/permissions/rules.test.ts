@@ -182,6 +182,31 @@ t.test('permission rules of CONTRACT sections 3 and 4', async (t) => {
     t.equal(catalog.statusCode, 403, 'a clerk without permission:read is refused')
   })
 
+  t.test('no privilege escalation through registration either', async (t) => {
+    const owner = ta.tokenFor(w.m1Owner)
+    const hr = await register(ta, { email: 'hr@m1.example', sub_role_code: 'hr' }, owner)
+    await grantRole(ta, 'hr', { obj: 'admin', act: 'register' }, owner)
+    await grantRole(ta, 'hr', { obj: 'customers', act: 'read' }, owner)
+    await grantRole(ta, 'approver', { obj: 'payouts', act: 'approve' }, owner)
+    await grantRole(ta, 'reader', { obj: 'customers', act: 'read' }, owner)
+    const token = ta.tokenFor(hr)
+    const reg = (email: string, role: string) =>
+      ta.call({ method: 'POST', url: '/v2/admin/register', token, body: { command: 'register-admin', data: { email, password: 'long-enough-1', name: 'N', sub_role_code: role } } })
+    const escalating = await reg('approver@m1.example', 'approver')
+    t.equal(escalating.statusCode, 403, 'a sub-role holding what the caller lacks')
+    t.equal(escalating.json().response_code, '302')
+    t.equal((await reg('reader@m1.example', 'reader')).statusCode, 201, 'a sub-role within the caller’s own permissions')
+    t.equal((await reg('fresh@m1.example', 'brand_new_role')).statusCode, 201, 'a sub-role with no grants yet')
+    t.equal((await reg('peer@m1.example', 'hr')).statusCode, 201, 'its own sub-role')
+    const byOwner = await ta.call({
+      method: 'POST',
+      url: '/v2/admin/register',
+      token: owner,
+      body: { command: 'register-admin', data: { email: 'approver2@m1.example', password: 'long-enough-1', name: 'N', sub_role_code: 'approver' } },
+    })
+    t.equal(byOwner.statusCode, 201, 'root callers may assign any sub-role')
+  })
+
   t.test('check: own answers with any token; others need permission:read', async (t) => {
     const clerk = ta.tokenFor(w.m2Clerk)
     t.equal((await check(ta, 'obj=orders&act=read', clerk)).status, 200)
