@@ -1,12 +1,48 @@
 import { tenantOfDomain } from '../domain/audit.js'
 import { assertMayGrant, assertInCatalog } from '../domain/grantRules.js'
 import { roleDomain } from '../domain/tenancy.js'
+import type { Queryable } from '../storage/db.js'
 import { deleteRule, insertRule } from '../storage/policyRows.js'
 import { ensureSubRole } from '../storage/subRoles.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { assertDomainExists, type PairInput, type PermissionChange } from './permissionContext.js'
 
 export type RoleChange = PermissionChange & { sub_role_code: string }
+
+/** The one write path of both role commands: the allow row, its audit entry, its memory change. */
+async function writeRoleRule(
+  ctx: CommandContext,
+  caller: Caller,
+  subRole: string,
+  input: PairInput,
+  domain: string,
+  action: 'grant' | 'revoke',
+): Promise<RoleChange> {
+  const rule = [subRole, domain, input.obj, input.act, 'allow']
+  const apply = async (tx: Queryable): Promise<boolean> => {
+    if (action === 'revoke') return deleteRule(tx, 'p', rule)
+    await ensureSubRole(tx, subRole)
+    return insertRule(tx, 'p', rule)
+  }
+  const outcome = await ctx.writes.run(async (tx) => ({
+    changed: await apply(tx),
+    audit: [
+      {
+        action,
+        target_type: 'role' as const,
+        target_id: subRole,
+        obj: input.obj,
+        act: input.act,
+        domain,
+        merchant_id: tenantOfDomain(domain),
+        actor: actorOf(caller),
+      },
+    ],
+    memory: [{ op: action === 'grant' ? ('add' as const) : ('remove' as const), ptype: 'p' as const, values: rule }],
+    result: null,
+  }))
+  return { changed: outcome.changed, revision: outcome.revision, sub_role_code: subRole, obj: input.obj, act: input.act, domain }
+}
 
 /** grant-role-permission: every user holding the sub-role in reach of the domain gets the pair. */
 export async function grantRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput): Promise<RoleChange> {
@@ -22,18 +58,7 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
     act: input.act,
     domain,
   })
-  const rule = [subRole, domain, input.obj, input.act, 'allow']
-  const outcome = await ctx.writes.run(async (tx) => {
-    await ensureSubRole(tx, subRole)
-    const inserted = await insertRule(tx, 'p', rule)
-    return {
-      changed: inserted,
-      audit: [{ action: 'grant' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, merchant_id: tenantOfDomain(domain), actor: actorOf(caller) }],
-      memory: [{ op: 'add' as const, ptype: 'p' as const, values: rule }],
-      result: null,
-    }
-  })
-  return { changed: outcome.changed, revision: outcome.revision, sub_role_code: subRole, obj: input.obj, act: input.act, domain }
+  return writeRoleRule(ctx, caller, subRole, input, domain, 'grant')
 }
 
 /** revoke-role-permission: the inverse of the grant, for every holder of the sub-role. */
@@ -41,15 +66,5 @@ export async function revokeRolePermission(ctx: CommandContext, caller: Caller, 
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
   assertInCatalog({ active: ctx.engine.isActive(input.obj, input.act), obj: input.obj, act: input.act })
-  const rule = [subRole, domain, input.obj, input.act, 'allow']
-  const outcome = await ctx.writes.run(async (tx) => {
-    const deleted = await deleteRule(tx, 'p', rule)
-    return {
-      changed: deleted,
-      audit: [{ action: 'revoke' as const, target_type: 'role' as const, target_id: subRole, obj: input.obj, act: input.act, domain, merchant_id: tenantOfDomain(domain), actor: actorOf(caller) }],
-      memory: [{ op: 'remove' as const, ptype: 'p' as const, values: rule }],
-      result: null,
-    }
-  })
-  return { changed: outcome.changed, revision: outcome.revision, sub_role_code: subRole, obj: input.obj, act: input.act, domain }
+  return writeRoleRule(ctx, caller, subRole, input, domain, 'revoke')
 }
