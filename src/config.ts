@@ -74,12 +74,18 @@ function readEnv(source: Record<string, string | undefined>): Env {
     const value = source[key]
     if (value !== undefined && value !== '') raw[key] = value
   }
+  // Value.Convert reads "true" as 1, "1e3" as 1 and "3000.5" as 3000: whole numbers are checked as text first.
+  const notWhole = Object.entries(EnvSchema.properties)
+    .filter(([key, schema]) => schema.type === 'integer' && raw[key] !== undefined && !/^\d+$/.test(String(raw[key]).trim()))
+    .map(([key]) => key)
   const converted = Value.Convert(EnvSchema, Value.Default(EnvSchema, raw))
-  const problems = [...Value.Errors(EnvSchema, converted)]
-  if (problems.length > 0) {
-    const list = problems.map((p) => `${p.path.slice(1) || '(env)'}: ${p.message}`).join('; ')
-    throw new ConfigError(`invalid environment: ${list}`)
-  }
+  const problems = [
+    ...notWhole.map((key) => `${key}: Expected a whole number`),
+    ...[...Value.Errors(EnvSchema, converted)]
+      .filter((p) => !notWhole.includes(p.path.slice(1)))
+      .map((p) => `${p.path.slice(1) || '(env)'}: ${p.message}`),
+  ]
+  if (problems.length > 0) throw new ConfigError(`invalid environment: ${problems.join('; ')}`)
   return converted as Env
 }
 

@@ -1,23 +1,27 @@
 import { ConfigError, loadConfig, type Config } from '../config.js'
-import { isServiceError } from '../domain/errors.js'
+import { isServiceError, type ServiceError } from '../domain/errors.js'
 import { ModelError } from '../engine/model.js'
 import { createLocalizer } from '../http/i18n/index.js'
 import type { Database } from '../storage/db.js'
 import {
+  CliFailure,
   USAGE,
-  UsageError,
   auditVerifyCommand,
   bootstrapCommand,
   migrateCommand,
   modelCheckCommand,
   onboardCommand,
   tokenCommand,
+  type CliContext,
   type CliIo,
 } from './commands.js'
+import { UsageError } from './inputs.js'
 
 export interface RunOptions {
+  /** The environment to configure from, as the server reads it (default process.env). */
   env?: Record<string, string | undefined>
   io?: CliIo
+  /** Use this database instead of opening the configured one (tests); it is left open. */
   db?: Database
 }
 
@@ -26,44 +30,78 @@ const processIo: CliIo = {
   err: (line) => process.stderr.write(`${line}\n`),
 }
 
-/** Runs one command line; returns the exit code (0 done, 1 failed, 2 usage). Never throws. */
+type Command = (ctx: CliContext, args: string[]) => Promise<number>
+
+/** Command words to their runner; `model check` and `audit verify` take two words. */
+const COMMANDS: Record<string, Command> = {
+  bootstrap: bootstrapCommand,
+  'onboard-merchant': onboardCommand,
+  token: tokenCommand,
+  migrate: migrateCommand,
+  'model check': modelCheckCommand,
+  'audit verify': auditVerifyCommand,
+}
+
+function resolve(argv: string[]): { run: Command; args: string[] } | null {
+  const [first = '', second = ''] = argv
+  const two = COMMANDS[`${first} ${second}`]
+  if (two !== undefined) return { run: two, args: argv.slice(2) }
+  const one = COMMANDS[first]
+  return one !== undefined && !first.includes(' ') ? { run: one, args: argv.slice(1) } : null
+}
+
+/** A service error in plain English, with the fields named as the options that carry them. */
+function describeServiceError(error: ServiceError): string {
+  const t = createLocalizer('en').translator('en')
+  const fields = (error.fieldErrors ?? []).map((f) => `--${f.field.replace(/_/g, '-')} ${t(`validation.${f.message}`, { defaultValue: f.message })}`)
+  return fields.length > 0 ? fields.join('; ') : t(`errors.${error.code}`, { ...error.params })
+}
+
+/** Runs one command line and returns its exit code: 0 done, 1 failed, 2 usage error. Never throws. */
 export async function runCli(argv: string[], options: RunOptions = {}): Promise<number> {
   const io = options.io ?? processIo
-  const [command, ...rest] = argv
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+  if (argv.length === 1 && ['--help', '-h', 'help'].includes(argv[0] as string)) {
     io.out(USAGE)
-    return command === undefined ? 2 : 0
+    return 0
   }
-  let config: Config
+  const command = resolve(argv)
+  if (command === null) {
+    io.err(argv.length === 0 ? USAGE : `unknown command: ${argv.slice(0, 2).join(' ')}\n\n${USAGE}`)
+    return 2
+  }
+  if (command.args.includes('--help') || command.args.includes('-h')) {
+    io.out(USAGE)
+    return 0
+  }
   try {
-    config = loadConfig(options.env ?? process.env)
+    const config: Config = loadConfig(options.env ?? process.env)
+    return await command.run({ config, io, ...(options.db !== undefined ? { db: options.db } : {}) }, command.args)
   } catch (error) {
-    io.err(error instanceof ConfigError ? error.message : String(error))
+    return report(error, io)
+  }
+}
+
+function report(error: unknown, io: CliIo): number {
+  if (error instanceof UsageError) {
+    io.err(`${error.message}\n\n${USAGE}`)
+    return 2
+  }
+  if (isServiceError(error)) {
+    io.err(describeServiceError(error))
+    return error.code === 'VALIDATION_FAILED' ? 2 : 1
+  }
+  if (error instanceof CliFailure || error instanceof ModelError || error instanceof ConfigError) {
+    io.err(error.message)
     return 1
   }
-  const ctx = { config, io, ...(options.db !== undefined ? { db: options.db } : {}) }
-  try {
-    if (command === 'bootstrap') return await bootstrapCommand(ctx, rest)
-    if (command === 'onboard-merchant') return await onboardCommand(ctx, rest)
-    if (command === 'token') return await tokenCommand(ctx, rest)
-    if (command === 'migrate') return await migrateCommand(ctx, rest)
-    if (command === 'model' && rest[0] === 'check') return await modelCheckCommand(ctx, rest.slice(1))
-    if (command === 'audit' && rest[0] === 'verify') return await auditVerifyCommand(ctx, rest.slice(1))
-    throw new UsageError(`unknown command: ${[command, ...rest.slice(0, 1)].join(' ')}`)
-  } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`${error.message}\n\n${USAGE}`)
-      return 2
-    }
-    if (isServiceError(error)) {
-      io.err(createLocalizer('en').translator('en')(`errors.${error.code}`, { ...error.params }))
-      return 1
-    }
-    if (error instanceof ModelError || error instanceof ConfigError) {
-      io.err(error.message)
-      return 1
-    }
-    io.err(`failed: ${error instanceof Error ? error.message : String(error)}`)
-    return 1
-  }
+  // Anything else (the database unreachable, the store in use, a failed migration): its message, never its stack.
+  io.err(`failed: ${messageOf(error)}`)
+  return 1
+}
+
+/** The first line of an error's message; a connection refused on every address is an AggregateError with none. */
+function messageOf(error: unknown): string {
+  if (error instanceof AggregateError && error.message === '') return messageOf(error.errors[0])
+  const message = error instanceof Error ? error.message || error.name : String(error)
+  return message.split('\n')[0] ?? message
 }

@@ -12,6 +12,11 @@ function isDomainFilter(value: unknown): value is DomainFilter {
   return typeof value === 'object' && value !== null && typeof (value as DomainFilter).domain === 'string'
 }
 
+/** Fields a rule of this section has: `p = sub, dom, …` names them; `g = _, _, _` only counts them. */
+function declaredWidth(assertion: { tokens: string[]; value: string }): number {
+  return assertion.tokens.length > 0 ? assertion.tokens.length : (assertion.value.match(/_/g) ?? []).length
+}
+
 /**
  * Loads `casbin_rule` and the per-user overrides into a Casbin model. Rows are
  * streamed a page at a time and each row's fields are pushed as an array, so
@@ -51,7 +56,13 @@ export class StorageAdapter implements FilteredAdapter {
     }
     for await (const row of iterateRules(this.db, options)) {
       const assertion = model.model.get(row.ptype.charAt(0))?.get(row.ptype)
-      assertion?.policy.push(row.fields.map(intern))
+      if (assertion === undefined) continue
+      // Storage drops trailing empty columns; a rule whose last declared
+      // field is an empty string must still reload with the model's width.
+      const fields = row.fields.map(intern)
+      const width = declaredWidth(assertion)
+      while (fields.length < width) fields.push('')
+      assertion.policy.push(fields)
     }
     const p = model.model.get('p')?.get('p')
     if (p === undefined) return

@@ -21,16 +21,37 @@ export async function findOverride(
   return rows[0]?.effect ?? null
 }
 
-/** Sets the override (insert or replace); returns the effect it had before, or null. */
+/**
+ * Sets the override (insert or replace); returns the effect it had before, or
+ * null. The stored row is locked before it is compared, and a missing one is
+ * inserted without overwriting: a writer that loses an insert race (another
+ * replica setting the same override) reads the winner's row and reports no
+ * change, so the change is audited once.
+ */
 export async function setOverride(tx: Queryable, row: OverrideRow, setBy: string): Promise<Effect | null> {
-  const previous = await findOverride(tx, row)
-  if (previous === row.effect) return previous
-  await tx.query(
-    `INSERT INTO permission_overrides (user_id, domain, obj, act, effect, set_by) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (user_id, domain, obj, act) DO UPDATE SET effect = EXCLUDED.effect, set_by = EXCLUDED.set_by, set_at = now()`,
-    [row.user_id, row.domain, row.obj, row.act, row.effect, setBy],
-  )
-  return previous
+  const key = [row.user_id, row.domain, row.obj, row.act]
+  for (;;) {
+    const { rows } = await tx.query<{ effect: Effect }>(
+      'SELECT effect FROM permission_overrides WHERE user_id = $1 AND domain = $2 AND obj = $3 AND act = $4 FOR UPDATE',
+      key,
+    )
+    const previous = rows[0]?.effect ?? null
+    if (previous === row.effect) return previous
+    if (previous !== null) {
+      await tx.query(
+        'UPDATE permission_overrides SET effect = $5, set_by = $6, set_at = now() WHERE user_id = $1 AND domain = $2 AND obj = $3 AND act = $4',
+        [...key, row.effect, setBy],
+      )
+      return previous
+    }
+    const { rowCount } = await tx.query(
+      `INSERT INTO permission_overrides (user_id, domain, obj, act, effect, set_by) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (user_id, domain, obj, act) DO NOTHING`,
+      [...key, row.effect, setBy],
+    )
+    if (rowCount > 0) return null
+    // Another transaction inserted the row first and has committed: read it.
+  }
 }
 
 /** Removes the override; returns the effect it had, or null when there was none. */
