@@ -1,0 +1,163 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import t from 'tap'
+import { ConfigError, loadConfig, parseStorageUrl } from '../src/config.js'
+
+const SECRET = 'x'.repeat(32)
+const repositoryModel = new URL('../model.conf', import.meta.url).pathname
+
+function tempDir(t: { teardown(fn: () => unknown): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'aps-config-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+t.test('an empty environment: the documented defaults', async (t) => {
+  // The default store is ./data of the working directory; run that in a temp folder.
+  const dir = tempDir(t)
+  const previous = process.cwd()
+  process.chdir(dir)
+  t.teardown(() => process.chdir(previous))
+  const config = loadConfig({})
+  t.same(config.storage, { kind: 'pglite', dataDir: resolve(process.cwd(), 'data') }, 'embedded PGlite under ./data')
+  t.equal(config.port, 3000)
+  t.equal(config.host, '0.0.0.0')
+  t.equal(config.defaultLocale, 'en')
+  t.equal(config.tokenTtlSeconds, 3600)
+  t.equal(config.logLevel, 'info')
+  t.equal(config.trustProxy, false)
+  t.equal(config.bootstrapAdmin, null)
+  t.equal(config.jwtIssuer, undefined)
+  t.equal(config.jwtAudience, undefined)
+  t.equal(config.modelPath, repositoryModel, 'model.conf at the repository root, wherever the process runs')
+  t.equal(config.jwt.mode, 'secret')
+  t.equal((config.jwt as { generated: boolean }).generated, true)
+  t.ok(statSync(join(dir, 'data', 'jwt-secret')).isFile(), 'the generated key is kept in the data folder')
+})
+
+t.test('explicit values are read and converted', async (t) => {
+  const config = loadConfig({
+    DATABASE_URL: 'postgres://u:p@db.example:5432/aps',
+    HOST: '127.0.0.1',
+    PORT: '8080',
+    JWT_SECRET: SECRET,
+    JWT_ISSUER: 'https://issuer.example',
+    JWT_AUDIENCE: 'admin-api',
+    JWT_TTL_SECONDS: '900',
+    BOOTSTRAP_ADMIN_EMAIL: 'root@example.com',
+    BOOTSTRAP_ADMIN_PASSWORD: 'root-password-1',
+    DEFAULT_LOCALE: 'es',
+    MODEL_PATH: 'custom/model.conf',
+    LOG_LEVEL: 'warn',
+    TRUST_PROXY: 'true',
+  })
+  t.same(config.storage, { kind: 'postgres', url: 'postgres://u:p@db.example:5432/aps' })
+  t.equal(config.host, '127.0.0.1')
+  t.equal(config.port, 8080, 'PORT becomes a number')
+  t.same(config.jwt, { mode: 'secret', secret: SECRET, generated: false })
+  t.equal(config.jwtIssuer, 'https://issuer.example')
+  t.equal(config.jwtAudience, 'admin-api')
+  t.equal(config.tokenTtlSeconds, 900)
+  t.same(config.bootstrapAdmin, { email: 'root@example.com', password: 'root-password-1' })
+  t.equal(config.defaultLocale, 'es')
+  t.equal(config.modelPath, resolve('custom/model.conf'), 'MODEL_PATH relative to the working directory')
+  t.equal(config.logLevel, 'warn')
+  t.equal(config.trustProxy, true)
+  t.equal(loadConfig({ DATABASE_URL: 'pglite://memory', TRUST_PROXY: '10.0.0.1,10.0.0.0/8' }).trustProxy, '10.0.0.1,10.0.0.0/8')
+  t.equal(loadConfig({ DATABASE_URL: 'pglite://memory', TRUST_PROXY: 'false' }).trustProxy, false)
+  t.equal(loadConfig({ DATABASE_URL: 'pglite://memory', PORT: '' }).port, 3000, 'an empty variable counts as unset')
+})
+
+t.test('DATABASE_URL', async (t) => {
+  t.same(parseStorageUrl(undefined), { kind: 'pglite', dataDir: resolve('data') })
+  t.same(parseStorageUrl('postgres://u:p@h/db'), { kind: 'postgres', url: 'postgres://u:p@h/db' })
+  t.same(parseStorageUrl('postgresql://h/db'), { kind: 'postgres', url: 'postgresql://h/db' })
+  t.same(parseStorageUrl('pglite://memory'), { kind: 'pglite', dataDir: null })
+  t.same(parseStorageUrl('pglite://some/dir'), { kind: 'pglite', dataDir: resolve('some/dir') }, 'a relative folder')
+  t.same(parseStorageUrl('pglite:///var/lib/aps'), { kind: 'pglite', dataDir: '/var/lib/aps' }, 'an absolute folder')
+  for (const bad of ['mysql://h/db', 'sqlite://file.db', 'postgres:/h/db', 'data', 'PGLITE://memory']) {
+    t.throws(() => parseStorageUrl(bad), { name: 'ConfigError', message: /DATABASE_URL must start with/ }, bad)
+  }
+  t.throws(() => loadConfig({ DATABASE_URL: 'mysql://h/db' }), ConfigError, 'loadConfig refuses it too')
+})
+
+t.test('invalid values stop the start with the variable named', async (t) => {
+  const memory = { DATABASE_URL: 'pglite://memory' }
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ PORT: '3000.5' }, /PORT: Expected a whole number/],
+    [{ PORT: 'true' }, /PORT: Expected a whole number/],
+    [{ PORT: '1e3' }, /PORT: Expected a whole number/],
+    [{ PORT: '0x10' }, /PORT: Expected a whole number/],
+    [{ JWT_TTL_SECONDS: '1e4' }, /JWT_TTL_SECONDS: Expected a whole number/],
+    [{ LOGIN_RATE_LIMIT_PER_MINUTE: 'true' }, /LOGIN_RATE_LIMIT_PER_MINUTE/],
+    [{ PORT: '70000' }, /PORT/],
+    [{ PORT: '-1' }, /PORT/],
+    [{ JWT_SECRET: 'short' }, /JWT_SECRET/],
+    [{ JWT_JWKS_URL: 'ftp://keys.example/jwks.json' }, /JWT_JWKS_URL/],
+    [{ JWT_TTL_SECONDS: '30' }, /JWT_TTL_SECONDS/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ DEFAULT_LOCALE: 'english' }, /DEFAULT_LOCALE/],
+    [{ BOOTSTRAP_ADMIN_PASSWORD: 'short', BOOTSTRAP_ADMIN_EMAIL: 'a@b.co' }, /BOOTSTRAP_ADMIN_PASSWORD/],
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig({ ...memory, ...env }), { name: 'ConfigError', message }, JSON.stringify(env))
+  }
+})
+
+t.test('one way to verify tokens', async (t) => {
+  const memory = { DATABASE_URL: 'pglite://memory' }
+  const publicKey = '-----BEGIN PUBLIC KEY-----\\nMFkw\\n-----END PUBLIC KEY-----'
+  for (const pair of [
+    { JWT_SECRET: SECRET, JWT_PUBLIC_KEY: publicKey },
+    { JWT_SECRET: SECRET, JWT_JWKS_URL: 'https://k.example/jwks.json' },
+    { JWT_PUBLIC_KEY: publicKey, JWT_JWKS_URL: 'https://k.example/jwks.json' },
+  ]) {
+    t.throws(() => loadConfig({ ...memory, ...pair }), /set only one of JWT_SECRET, JWT_PUBLIC_KEY, JWT_JWKS_URL/, Object.keys(pair).join('+'))
+  }
+  t.same(
+    loadConfig({ ...memory, JWT_PUBLIC_KEY: publicKey }).jwt,
+    { mode: 'public-key', publicKey: '-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----' },
+    'escaped newlines in a one-line PEM become real ones',
+  )
+  t.same(loadConfig({ ...memory, JWT_JWKS_URL: 'https://k.example/jwks.json' }).jwt, { mode: 'jwks', jwksUrl: 'https://k.example/jwks.json' })
+
+  t.throws(() => loadConfig({ DATABASE_URL: 'postgres://h/db' }), /with DATABASE_URL=postgres:\/\/… set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL/)
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://h/db', JWT_SECRET: SECRET }).jwt.mode, 'secret')
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://h/db', JWT_PUBLIC_KEY: publicKey }).jwt.mode, 'public-key')
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://h/db', JWT_JWKS_URL: 'https://k.example/jwks.json' }).jwt.mode, 'jwks')
+})
+
+t.test('an embedded store keeps one generated key in its data folder', async (t) => {
+  const dir = tempDir(t)
+  const store = join(dir, 'store')
+  const first = loadConfig({ DATABASE_URL: `pglite://${store}` })
+  const second = loadConfig({ DATABASE_URL: `pglite://${store}` })
+  t.equal(first.jwt.mode, 'secret')
+  t.same(first.jwt, second.jwt, 'the same secret on every start')
+  const file = join(store, 'jwt-secret')
+  t.match(readFileSync(file, 'utf8'), /^[0-9a-f]{64}$/, '32 random bytes, hex')
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by the owner only')
+
+  const other = loadConfig({ DATABASE_URL: `pglite://${join(dir, 'other')}` })
+  t.not((other.jwt as { secret: string }).secret, (first.jwt as { secret: string }).secret, 'another store, another key')
+  const configured = loadConfig({ DATABASE_URL: `pglite://${join(dir, 'configured')}`, JWT_SECRET: SECRET })
+  t.same(configured.jwt, { mode: 'secret', secret: SECRET, generated: false }, 'a configured secret wins')
+  t.throws(() => statSync(join(dir, 'configured', 'jwt-secret')), 'and nothing is generated')
+
+  const memory = loadConfig({ DATABASE_URL: 'pglite://memory' })
+  const memory2 = loadConfig({ DATABASE_URL: 'pglite://memory' })
+  t.not((memory.jwt as { secret: string }).secret, (memory2.jwt as { secret: string }).secret, 'in memory: a fresh one per load')
+})
+
+t.test('BOOTSTRAP_ADMIN_*: both or neither', async (t) => {
+  const memory = { DATABASE_URL: 'pglite://memory' }
+  t.throws(() => loadConfig({ ...memory, BOOTSTRAP_ADMIN_EMAIL: 'a@b.co' }), /set both BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD, or neither/)
+  t.throws(() => loadConfig({ ...memory, BOOTSTRAP_ADMIN_PASSWORD: 'long-enough-1' }), /set both/)
+  t.equal(loadConfig(memory).bootstrapAdmin, null)
+  t.same(loadConfig({ ...memory, BOOTSTRAP_ADMIN_EMAIL: 'a@b.co', BOOTSTRAP_ADMIN_PASSWORD: 'long-enough-1' }).bootstrapAdmin, {
+    email: 'a@b.co',
+    password: 'long-enough-1',
+  })
+})
