@@ -109,6 +109,11 @@ export function checkSubject(ctx: CheckContext, caller: Caller, userId: string |
 }
 
 /** The gateway's question; the default domain is the subject's home domain, never forced. */
+export function checkPermission(ctx: CheckContext, subject: Account, query: CheckQuery): boolean {
+  return ctx.engine.decide(subject, query.domain ?? homeDomain(subject), query.obj, query.act)
+}
+
+/** check-batch: each question answered as a single check, in request order, with its domain resolved. */
 export function checkPermissions(ctx: CheckContext, subject: Account, queries: readonly CheckQuery[]): CheckResult[] {
   const home = homeDomain(subject)
   return queries.map((q) => {

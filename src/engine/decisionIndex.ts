@@ -14,6 +14,28 @@ export interface IndexedRule {
 
 const effectBit = (eft: string | undefined): number => (eft === 'allow' ? ALLOW : eft === 'deny' ? DENY : 0)
 
+const NO_ROLES: readonly string[] = Object.freeze([])
+
+/** Breadth-first over `g` links from `subject`, at most MAX_HIERARCHY steps, each role once. */
+function walkLinks(members: ReadonlyMap<string, readonly string[]>, subject: string): string[] {
+  const roles: string[] = []
+  const seen = new Set([subject])
+  let frontier = [subject]
+  for (let depth = 0; depth < MAX_HIERARCHY && frontier.length > 0; depth++) {
+    const next: string[] = []
+    for (const name of frontier) {
+      for (const role of members.get(name) ?? []) {
+        if (seen.has(role)) continue
+        seen.add(role)
+        next.push(role)
+      }
+    }
+    roles.push(...next)
+    frontier = next
+  }
+  return roles
+}
+
 /**
  * The decisions of model.conf as hash look-ups. For each subject (a sub-role
  * or a user id) and domain it keeps the allow and deny bits of every pair its
@@ -32,6 +54,13 @@ export class DecisionIndex {
   private readonly grants = new Map<string, Map<string, Map<number, number>>>()
   /** domain → member → roles it is assigned (Casbin `g` links) */
   private readonly links = new Map<string, Map<string, string[]>>()
+  /**
+   * domain → subject → the roles it reaches there, worked out on first use
+   * and kept until a `g` row changes (assignments change rarely; every check
+   * reads them), so a check walks no links and allocates nothing. Grants do
+   * not touch it.
+   */
+  private readonly reached = new Map<string, Map<string, readonly string[]>>()
 
   static build(policies: Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
     const index = new DecisionIndex()
@@ -102,6 +131,7 @@ export class DecisionIndex {
     const roles = members.get(member)
     if (roles === undefined) members.set(member, [role])
     else if (!roles.includes(role)) roles.push(role)
+    this.reached.clear()
   }
 
   removeGrouping(rule: readonly string[]): void {
@@ -114,27 +144,27 @@ export class DecisionIndex {
     if (left.length > 0) members.set(member, left)
     else members.delete(member)
     if (members.size === 0) this.links.delete(domain)
+    this.reached.clear()
   }
 
-  /** The subject and every role it reaches by `g` links in `domain`, as Casbin's hasLink does. */
-  private reach(subject: string, domain: string, visit: (name: string) => void): void {
+  /**
+   * The roles `subject` reaches by `g` links in `domain`, as Casbin's hasLink
+   * follows them. Kept only for subjects that have links there, so the memo
+   * is never larger than the `g` rows, whatever domains callers ask about.
+   */
+  private rolesReached(subject: string, domain: string): readonly string[] {
     const members = this.links.get(domain)
-    visit(subject)
-    if (members === undefined || !members.has(subject)) return
-    const seen = new Set([subject])
-    let frontier = [subject]
-    for (let depth = 0; depth < MAX_HIERARCHY && frontier.length > 0; depth++) {
-      const next: string[] = []
-      for (const name of frontier) {
-        for (const role of members.get(name) ?? []) {
-          if (seen.has(role)) continue
-          seen.add(role)
-          visit(role)
-          next.push(role)
-        }
-      }
-      frontier = next
+    if (members === undefined || !members.has(subject)) return NO_ROLES
+    let bySubject = this.reached.get(domain)
+    let roles = bySubject?.get(subject)
+    if (roles !== undefined) return roles
+    roles = walkLinks(members, subject)
+    if (bySubject === undefined) {
+      bySubject = new Map()
+      this.reached.set(domain, bySubject)
     }
+    bySubject.set(subject, roles)
+    return roles
   }
 
   private bits(subject: string, domain: string, id: number): number {
@@ -145,14 +175,12 @@ export class DecisionIndex {
   allowed(subject: string, domain: string, obj: string, act: string): boolean {
     const id = this.pairId(obj, act, false)
     if (id === undefined) return false
-    let effects = 0
-    this.reach(subject, domain, (name) => {
-      effects |= this.bits(name, domain, id) | this.bits(name, GLOBAL_DOMAIN, id)
-    })
+    let effects = this.bits(subject, domain, id) | this.bits(subject, GLOBAL_DOMAIN, id)
+    for (const role of this.rolesReached(subject, domain)) {
+      effects |= this.bits(role, domain, id) | this.bits(role, GLOBAL_DOMAIN, id)
+    }
     if (domain !== GLOBAL_DOMAIN) {
-      this.reach(subject, GLOBAL_DOMAIN, (name) => {
-        effects |= this.bits(name, GLOBAL_DOMAIN, id)
-      })
+      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.bits(role, GLOBAL_DOMAIN, id)
     }
     return effects === ALLOW
   }

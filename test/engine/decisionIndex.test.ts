@@ -67,6 +67,17 @@ t.test('the index answers as model.conf reads', async (t) => {
     t.equal(chain.allowed('u', 'm1', 'orders', 'read'), true, 'a cycle does not loop forever')
   })
 
+  t.test('a link added or removed further up the hierarchy reaches users already asked about', async (t) => {
+    const tree = DecisionIndex.build([['auditor', 'm1', 'ledger', 'read', 'allow']], [['u', 'clerk', 'm1']])
+    t.equal(tree.allowed('u', 'm1', 'ledger', 'read'), false, 'asked once before the link exists')
+    tree.addGrouping(['clerk', 'auditor', 'm1'])
+    t.equal(tree.allowed('u', 'm1', 'ledger', 'read'), true, 'the new link between two roles counts at once')
+    tree.removeGrouping(['clerk', 'auditor', 'm1'])
+    t.equal(tree.allowed('u', 'm1', 'ledger', 'read'), false, 'and so does its removal')
+    tree.addGrouping(['clerk', 'auditor', 'global'])
+    t.equal(tree.allowed('u', 'm1', 'ledger', 'read'), false, 'a link in global does not carry m1 rows')
+  })
+
   t.test('rulesOf lists one subject without scanning others', async (t) => {
     t.same(
       index.rulesOf('clerk', ['m1', 'global']).map((r) => `${r.domain} ${r.obj}:${r.act} ${r.effect}`).sort(),

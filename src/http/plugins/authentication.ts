@@ -65,6 +65,18 @@ function jwtOptions(options: AuthenticationOptions): FastifyJWTOptions {
   }
 }
 
+/** The caller of one request; its address is worked out only when a write records it in the audit trail. */
+class RequestCaller implements Caller {
+  constructor(
+    readonly account: Account,
+    private readonly request: FastifyRequest,
+  ) {}
+
+  get ip(): string | null {
+    return normaliseIp(this.request.ip)
+  }
+}
+
 interface TokenClaims {
   sub?: unknown
   principal_type?: unknown
@@ -91,13 +103,7 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
     if (account === null || account.principal_type !== claims.principal_type || account.merchant_id !== tokenMerchant) {
       throw new ServiceError('INVALID_TOKEN')
     }
-    request.caller = {
-      account,
-      // Read only when a write records it in the audit trail.
-      get ip() {
-        return normaliseIp(request.ip)
-      },
-    }
+    request.caller = new RequestCaller(account, request)
   }
 
   const wellFormed = (claims: TokenClaims): claims is TokenClaims & { sub: string } =>

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
+import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Act, CommandBody, Domain, Lang, Obj, UserId, bearer, responses } from '../schemas/common.js'
@@ -38,12 +38,11 @@ export const authzRoutes: FastifyPluginAsyncTypebox<{ ctx: CheckContext }> = asy
         response: responses(200, Type.Object({ allowed: Type.Boolean() }), [404]),
       },
     },
-    // Synchronous: the answer is in memory, so no promise is made per check.
+    // Synchronous and allocation-light: the answer is in memory, so no promise is made per check.
     (request, reply) => {
-      const { user_id: userId, ...query } = request.query
-      const subject = checkSubject(ctx, callerOf(request), userId)
-      const [result] = checkPermissions(ctx, subject, [query])
-      reply.type('application/json; charset=utf-8').send(ANSWERS[result?.allowed === true ? 'true' : 'false'])
+      const { query } = request
+      const allowed = checkPermission(ctx, checkSubject(ctx, callerOf(request), query.user_id), query)
+      reply.type('application/json; charset=utf-8').send(allowed ? ANSWERS.true : ANSWERS.false)
     },
   )
   app.post(
