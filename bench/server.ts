@@ -1,6 +1,7 @@
 /**
  * The real app on a seeded store, plus an empty JSON route of the same
- * response size, in one process:
+ * response size and a route that reports the process's CPU time, in one
+ * process:
  *   node --import tsx bench/server.ts <rules> [schema]
  * With a schema (PostgreSQL) it serves that already seeded store; without,
  * it seeds a fresh one. Prints `READY <port> <token>` when listening.
@@ -23,6 +24,11 @@ const token = service.tokens.issue(clerk, 86400).access_token
 const fastify = createFastify({ ...benchConfig(), logLevel: 'silent' })
 const sameSize = JSON.stringify({ response_code: '001', response_text: 'Success', data: { allowed: true } })
 fastify.get('/bench/empty', async (_request, reply) => reply.type('application/json; charset=utf-8').send(sameSize))
+// This process's CPU time so far (µs), read by the bench between load runs.
+fastify.get('/bench/cpu', async () => {
+  const { user, system } = process.cpuUsage()
+  return { micros: user + system }
+})
 await fastify.register(app, { service })
 await fastify.listen({ host: '127.0.0.1', port: 0 })
 const address = fastify.server.address()
