@@ -107,6 +107,60 @@ async function differential(t: Test, label: string, env: Record<string, string>,
         const res = await ta.call({ method, url, body: { command, data } })
         if (res.statusCode !== 200) throw new Error(`${command} failed: ${res.body}`)
       }
+      const reach = (subject: string, domain: string): Set<string> => {
+        const found = new Set([subject])
+        let frontier = [subject]
+        for (let depth = 0; depth < MAX_HIERARCHY; depth++) {
+          const next: string[] = []
+          for (const link of links) {
+            const [from, to, d] = link.split('|') as [string, string, string]
+            if (d === domain && frontier.includes(from) && !found.has(to)) {
+              found.add(to)
+              next.push(to)
+            }
+          }
+          frontier = next
+        }
+        return found
+      }
+      const oracle = (u: Account, domain: string, pair: Pair): boolean => {
+        if (!active(pair)) return false
+        if (u.principal_type === 'merchant' && u.merchant_id !== domain) return false
+        if (service.engine.isRootRole(u.sub_role_code)) return true
+        const home = homeDomain(u)
+        // The user's sub-role, and the roles it inherits, in the domains the contract says.
+        const rolesHere = home === domain ? reach(u.sub_role_code, domain) : new Set<string>()
+        const rolesGlobal = home === GLOBAL_DOMAIN ? reach(u.sub_role_code, GLOBAL_DOMAIN) : new Set<string>()
+        const effects = new Set<Effect>()
+        for (const effect of ['allow', 'deny'] as const) {
+          for (const role of rolesHere) {
+            for (const d of [domain, GLOBAL_DOMAIN]) if (roleRules.has([role, d, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
+          }
+          for (const role of rolesGlobal) if (roleRules.has([role, GLOBAL_DOMAIN, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
+        }
+        for (const d of new Set([domain, GLOBAL_DOMAIN])) {
+          const o = userRules.get([u.id, d, pair.obj, pair.act].join('|'))
+          if (o !== undefined) effects.add(o)
+        }
+        return effects.has('allow') && !effects.has('deny')
+      }
+
+      // After every single change: the in-memory decision (index and its memo,
+      // or the enforce() cache) against the oracle, for every user, domain and pair.
+      const compareInMemory = (after: string) => {
+        for (const u of users) {
+          for (const domain of DOMAINS) {
+            for (const pair of pairs) {
+              compared++
+              if (service.engine.decide(u, domain, pair.obj, pair.act) !== oracle(u, domain, pair)) {
+                mismatches++
+                t.fail(`${label} after ${after}: ${u.principal_type}/${u.sub_role_code} in ${domain} ${pair.obj}:${pair.act}`)
+              }
+            }
+          }
+        }
+      }
+
       for (const op of w.ops) {
         if (op.kind === 'reload') {
           await service.reload()
@@ -153,44 +207,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
             userRules.set(key, op.effect)
           }
         }
-      }
-
-      const reach = (subject: string, domain: string): Set<string> => {
-        const found = new Set([subject])
-        let frontier = [subject]
-        for (let depth = 0; depth < MAX_HIERARCHY; depth++) {
-          const next: string[] = []
-          for (const link of links) {
-            const [from, to, d] = link.split('|') as [string, string, string]
-            if (d === domain && frontier.includes(from) && !found.has(to)) {
-              found.add(to)
-              next.push(to)
-            }
-          }
-          frontier = next
-        }
-        return found
-      }
-      const oracle = (u: Account, domain: string, pair: Pair): boolean => {
-        if (!active(pair)) return false
-        if (u.principal_type === 'merchant' && u.merchant_id !== domain) return false
-        if (service.engine.isRootRole(u.sub_role_code)) return true
-        const home = homeDomain(u)
-        // The user's sub-role, and the roles it inherits, in the domains the contract says.
-        const rolesHere = home === domain ? reach(u.sub_role_code, domain) : new Set<string>()
-        const rolesGlobal = home === GLOBAL_DOMAIN ? reach(u.sub_role_code, GLOBAL_DOMAIN) : new Set<string>()
-        const effects = new Set<Effect>()
-        for (const effect of ['allow', 'deny'] as const) {
-          for (const role of rolesHere) {
-            for (const d of [domain, GLOBAL_DOMAIN]) if (roleRules.has([role, d, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
-          }
-          for (const role of rolesGlobal) if (roleRules.has([role, GLOBAL_DOMAIN, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
-        }
-        for (const d of new Set([domain, GLOBAL_DOMAIN])) {
-          const o = userRules.get([u.id, d, pair.obj, pair.act].join('|'))
-          if (o !== undefined) effects.add(o)
-        }
-        return effects.has('allow') && !effects.has('deny')
+        compareInMemory(op.kind)
       }
 
       const compareAll = async (phase: string) => {
