@@ -35,6 +35,11 @@ async function engineFor(db: Database): Promise<{ engine: PermissionEngine; load
   return { engine, loadMs, heapPerRule: (process.memoryUsage().heapUsed - before) / rules }
 }
 
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] as number
+}
+
 /** Calls per second of `fn`, run for about `ms` (at least `minCalls` times). */
 function rate(fn: (i: number) => unknown, ms: number, minCalls = 3): number {
   let calls = 0
@@ -44,6 +49,22 @@ function rate(fn: (i: number) => unknown, ms: number, minCalls = 3): number {
     calls++
   }
   return calls / ((performance.now() - started) / 1000)
+}
+
+/** Median time of applying one committed grant and its revoke to the engine in memory (Casbin + index). */
+async function writeCost(engine: PermissionEngine): Promise<{ add: number; remove: number }> {
+  const adds: number[] = []
+  const removes: number[] = []
+  for (let i = 0; i < 5; i++) {
+    const rule = [`bench_writer_${i}`, 'm1', 'orders', 'read', 'allow']
+    let started = performance.now()
+    await engine.addRule('p', rule)
+    adds.push(performance.now() - started)
+    started = performance.now()
+    await engine.removeRule('p', rule)
+    removes.push(performance.now() - started)
+  }
+  return { add: median(adds), remove: median(removes) }
 }
 
 interface Seeded {
@@ -85,6 +106,8 @@ async function inProcess(rules: number, withEnforce: boolean): Promise<{ indexRa
     record(`decisions/s in process, enforceSync, ${fmt(rules)} rules`, fmt(enforceRate, 1))
     record(`index / enforceSync, ${fmt(rules)} rules`, `${fmt(indexRate / enforceRate, 0)}x`)
   }
+  const writes = await writeCost(engine)
+  record(`in-memory write, ${fmt(rules)} rules: add / remove one rule (checks wait this long)`, `${fmt(writes.add, 2)} / ${fmt(writes.remove, 2)} ms`)
   record(`heap per rule (Casbin model + index), ${fmt(rules)} rules`, `${fmt(heapPerRule)} B`, gc === undefined ? '(run with --expose-gc)' : '')
   record(`cold load of the engine, ${fmt(rules)} rules (${postgresUrl !== undefined ? 'PostgreSQL' : 'PGlite'})`, `${fmt(loadMs)} ms`)
   return { indexRate, enforceRate, store }
@@ -119,11 +142,6 @@ async function load(base: string, path: string, token: string): Promise<LoadRun>
   const result = await autocannon({ url: `${base}${path}`, connections: 32, pipelining: 1, duration: HTTP_SECONDS, headers: { authorization: `Bearer ${token}` } })
   const after = await serverCpu(base)
   return { result, cpuPerRequest: (after - before) / Math.max(1, result.requests.total) }
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] as number
 }
 
 interface RouteFigures {

@@ -119,6 +119,22 @@ export class DecisionIndex {
     if (byDomain.size === 0) this.grants.delete(sub)
   }
 
+  /** Whether this p row is held; undefined for a row the index does not keep (an effect other than allow or deny). */
+  hasPolicy(rule: readonly string[]): boolean | undefined {
+    const [sub, domain, obj, act, eft] = rule
+    const bit = effectBit(eft)
+    if (sub === undefined || domain === undefined || obj === undefined || act === undefined || bit === 0 || rule.length !== 5) return undefined
+    const id = this.pairId(obj, act, false)
+    return id !== undefined && (this.bits(sub, domain, id) & bit) !== 0
+  }
+
+  /** Whether this g row is held; undefined for a row that is not member, role, domain. */
+  hasGrouping(rule: readonly string[]): boolean | undefined {
+    const [member, role, domain] = rule
+    if (member === undefined || role === undefined || domain === undefined || rule.length !== 3) return undefined
+    return this.links.get(domain)?.get(member)?.includes(role) === true
+  }
+
   /** A g row: member, role, domain. */
   addGrouping(rule: readonly string[]): void {
     const [member, role, domain] = rule

@@ -1,10 +1,11 @@
-import { newEnforcer, newModelFromString, type Enforcer, type Model } from 'casbin'
+import { PolicyOp, newEnforcer, newModelFromString, type Enforcer, type Model } from 'casbin'
 import type { CatalogEntry } from '../domain/permissions.js'
 import type { PrincipalType } from '../domain/principals.js'
 import type { Queryable } from '../storage/db.js'
 import { StorageAdapter } from './adapter.js'
 import { DecisionIndex, type IndexedRule } from './decisionIndex.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
+import { appendRule, removeRule } from './modelRows.js'
 
 /** What a decision needs to know about the user asking. */
 export interface Subject {
@@ -144,27 +145,48 @@ export class PermissionEngine {
     return this.snapshot.index.rulesOf(subject, domains)
   }
 
+  /**
+   * Whether the index can say if this row is held, and so whether the change
+   * may skip Casbin's scans: only for the reference model, whose rows the
+   * index keeps one for one.
+   */
+  private heldByIndex(ptype: 'p' | 'g', values: readonly string[]): boolean | undefined {
+    if (this.mode !== 'index') return undefined
+    const { index } = this.snapshot
+    return ptype === 'p' ? index.hasPolicy(values) : index.hasGrouping(values)
+  }
+
   async addRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
     const { enforcer, index, cache } = this.snapshot
-    if (ptype === 'p') {
+    const held = this.heldByIndex(ptype, values)
+    if (held === true) return
+    if (held === false) {
+      const row = appendRule(enforcer.getModel(), ptype, values)
+      if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyAdd, 'g', [row])
+    } else if (ptype === 'p') {
       await enforcer.addNamedPolicy('p', ...values)
-      index.addPolicy(values)
     } else {
       await enforcer.addNamedGroupingPolicy('g', ...values)
-      index.addGrouping(values)
     }
+    if (ptype === 'p') index.addPolicy(values)
+    else index.addGrouping(values)
     cache?.clear()
   }
 
   async removeRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
     const { enforcer, index, cache } = this.snapshot
-    if (ptype === 'p') {
+    const held = this.heldByIndex(ptype, values)
+    if (held === false) return
+    if (held === true) {
+      removeRule(enforcer.getModel(), ptype, values)
+      if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyRemove, 'g', [[...values]])
+    } else if (ptype === 'p') {
       await enforcer.removeNamedPolicy('p', ...values)
-      index.removePolicy(values)
     } else {
       await enforcer.removeNamedGroupingPolicy('g', ...values)
-      index.removeGrouping(values)
     }
+    if (ptype === 'p') index.removePolicy(values)
+    else index.removeGrouping(values)
     cache?.clear()
   }
 }
