@@ -25,6 +25,9 @@ export interface EngineState {
 
 export type DecisionMode = 'index' | 'enforce-cache'
 
+/** obj → act → entry: looked up on every decision, so no key string is built per question. */
+type Catalog = Map<string, Map<string, CatalogEntry>>
+
 /** One loaded policy: Casbin's enforcer and the index built from the same rows. Swapped whole on reload. */
 interface Snapshot {
   enforcer: Enforcer
@@ -54,7 +57,7 @@ export class PermissionEngine {
     private readonly modelText: string,
     readonly mode: DecisionMode,
     private rootRoles: Set<string>,
-    private catalog: Map<string, CatalogEntry>,
+    private catalog: Catalog,
   ) {}
 
   static async load(db: Queryable, modelText: string, state: EngineState): Promise<PermissionEngine> {
@@ -71,10 +74,17 @@ export class PermissionEngine {
     return { enforcer, index, cache: mode === 'index' ? null : new Map() }
   }
 
-  private static catalogMap(entries: Iterable<CatalogEntry>): Map<string, CatalogEntry> {
-    const map = new Map<string, CatalogEntry>()
-    for (const entry of entries) map.set(pairKey(entry.obj, entry.act), { ...entry })
-    return map
+  private static catalogMap(entries: Iterable<CatalogEntry>): Catalog {
+    const catalog: Catalog = new Map()
+    for (const entry of entries) {
+      let acts = catalog.get(entry.obj)
+      if (acts === undefined) {
+        acts = new Map()
+        catalog.set(entry.obj, acts)
+      }
+      acts.set(entry.act, { ...entry })
+    }
+    return catalog
   }
 
   /** Builds a new enforcer and index off to the side and swaps them in at once: no check sees a partial policy. */
@@ -90,15 +100,15 @@ export class PermissionEngine {
   }
 
   isActive(obj: string, act: string): boolean {
-    return this.catalog.get(pairKey(obj, act))?.is_active === true
+    return this.catalog.get(obj)?.get(act)?.is_active === true
   }
 
   catalogEntry(obj: string, act: string): CatalogEntry | undefined {
-    return this.catalog.get(pairKey(obj, act))
+    return this.catalog.get(obj)?.get(act)
   }
 
   catalogEntries(): CatalogEntry[] {
-    return [...this.catalog.values()]
+    return [...this.catalog.values()].flatMap((acts) => [...acts.values()])
   }
 
   replaceCatalog(entries: Iterable<CatalogEntry>): void {
