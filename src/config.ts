@@ -5,6 +5,10 @@ import { fileURLToPath } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 
+/** pino's levels, most verbose last but one; `silent` logs nothing. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
 /** The environment the service reads; nothing else reads process.env. */
 const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
@@ -22,9 +26,10 @@ const EnvSchema = Type.Object({
   MODEL_PATH: Type.Optional(Type.String({ minLength: 1 })),
   TRUST_PROXY: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
-    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    LOG_LEVELS.map((l) => Type.Literal(l)),
     { default: 'info' },
   ),
+  CHECK_LOG_LEVEL: Type.Optional(Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)))),
   LOGIN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
 })
 type Env = Static<typeof EnvSchema>
@@ -50,7 +55,9 @@ export interface Config {
   defaultLocale: string
   modelPath: string
   trustProxy: boolean | string
-  logLevel: string
+  logLevel: LogLevel
+  /** Level of the check routes' request logs: the gateway calls them thousands of times a second. */
+  checkLogLevel: LogLevel
   loginRateLimitPerMinute: number
 }
 
@@ -117,6 +124,12 @@ function parseTrustProxy(value: string | undefined): boolean | string {
   return value
 }
 
+/** The less verbose of two levels. */
+function quieter(a: LogLevel, b: LogLevel): LogLevel {
+  const rank = (level: LogLevel) => (level === 'silent' ? -1 : LOG_LEVELS.indexOf(level))
+  return rank(a) <= rank(b) ? a : b
+}
+
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
   const env = readEnv(source)
   const storage = parseStorageUrl(env.DATABASE_URL)
@@ -138,7 +151,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     defaultLocale: env.DEFAULT_LOCALE,
     modelPath: resolve(env.MODEL_PATH ?? join(repositoryRoot, 'model.conf')),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    logLevel: env.LOG_LEVEL,
+    logLevel: env.LOG_LEVEL as LogLevel,
+    checkLogLevel: (env.CHECK_LOG_LEVEL as LogLevel | undefined) ?? quieter(env.LOG_LEVEL as LogLevel, 'warn'),
     loginRateLimitPerMinute: env.LOGIN_RATE_LIMIT_PER_MINUTE,
   }
 }

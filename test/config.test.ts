@@ -26,6 +26,7 @@ t.test('an empty environment: the documented defaults', async (t) => {
   t.equal(config.defaultLocale, 'en')
   t.equal(config.tokenTtlSeconds, 3600)
   t.equal(config.logLevel, 'info')
+  t.equal(config.checkLogLevel, 'warn', 'the gateway checks are not logged one by one')
   t.equal(config.trustProxy, false)
   t.equal(config.bootstrapAdmin, null)
   t.equal(config.jwtIssuer, undefined)
@@ -160,4 +161,13 @@ t.test('BOOTSTRAP_ADMIN_*: both or neither', async (t) => {
     email: 'a@b.co',
     password: 'long-enough-1',
   })
+})
+
+t.test('CHECK_LOG_LEVEL: warn by default, never more verbose than LOG_LEVEL unless set', async (t) => {
+  const base = { DATABASE_URL: 'pglite://memory', JWT_SECRET: 'a-secret-long-enough-0123' }
+  t.equal(loadConfig({ ...base, LOG_LEVEL: 'debug' }).checkLogLevel, 'warn')
+  t.equal(loadConfig({ ...base, LOG_LEVEL: 'error' }).checkLogLevel, 'error')
+  t.equal(loadConfig({ ...base, LOG_LEVEL: 'silent' }).checkLogLevel, 'silent')
+  t.equal(loadConfig({ ...base, CHECK_LOG_LEVEL: 'info' }).checkLogLevel, 'info', 'an operator may log every check')
+  t.throws(() => loadConfig({ ...base, CHECK_LOG_LEVEL: 'loud' }), /CHECK_LOG_LEVEL/)
 })

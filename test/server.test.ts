@@ -140,6 +140,11 @@ t.test('the real server: bootstrap, login over HTTP, request ids, redacted logs,
   const generated = await fetch(`${server.base}/v2/profile`, { headers: { authorization: `Bearer ${token}` } })
   t.match(generated.headers.get('x-request-id'), /^[0-9a-f-]{36}$/, 'and generated when not sent')
 
+  const check = await fetch(`${server.base}/v2/authz/check?obj=orders&act=read`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'check-1' } })
+  t.equal(check.status, 200, 'a gateway check')
+  const badCheck = await fetch(`${server.base}/v2/authz/check?obj=orders`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'check-2' } })
+  t.equal(badCheck.status, 400)
+
   const registered = await post(
     `${server.base}/v2/admin/register`,
     { command: 'register-admin', data: { email: 'ana@example.com', password: REGISTERED_PASSWORD, name: 'Ana', sub_role_code: 'support' } },
@@ -220,6 +225,11 @@ t.test('the real server: bootstrap, login over HTTP, request ids, redacted logs,
     'the completed request is logged under the id the client sent',
   )
   t.ok(lines.some((l) => l.reqId === 'in-flight-1' && 'res' in l), 'the request in flight completed in the log')
+  t.same(
+    lines.filter((l) => l.reqId === 'check-1' || l.reqId === 'check-2'),
+    [],
+    'gateway checks are not logged one by one at the default CHECK_LOG_LEVEL',
+  )
   t.ok(lines.some((l) => typeof l.msg === 'string' && /stopping/.test(l.msg)), 'the stop is logged')
   for (const [what, secret] of [
     ['the bootstrap password', BOOT_PASSWORD],

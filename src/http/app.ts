@@ -73,7 +73,9 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     await typed.register(profileRoutes, { engine: service.engine })
     await typed.register(accountRoutes, { ctx: service })
     await typed.register(permissionRoutes, { ctx: service })
-    await typed.register(authzRoutes, { ctx: service })
+    // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
+    // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).
+    await typed.register(authzRoutes, { ctx: service, logLevel: service.config.checkLogLevel })
   })
 }
 
