@@ -38,6 +38,9 @@ interface Snapshot {
 
 const sections = ['r', 'p', 'g', 'e', 'm'] as const
 
+/** Decisions kept by the enforce() fallback before it starts again (about 15 MB). */
+export const DECISION_CACHE_LIMIT = 100_000
+
 /** Whether the model decides exactly as the reference model.conf (compared after Casbin's own parsing). */
 export function isReferenceModel(model: Model): boolean {
   const reference = newModelFromString(REFERENCE_MODEL)
@@ -128,6 +131,8 @@ export class PermissionEngine {
     let answer = cache.get(key)
     if (answer === undefined) {
       answer = this.enforce(subjectId, domain, obj, act)
+      // Callers choose the domain they ask about: the cache must not grow without bound.
+      if (cache.size >= DECISION_CACHE_LIMIT) cache.clear()
       cache.set(key, answer)
     }
     return answer

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { DECISION_CACHE_LIMIT } from '../../src/engine/engine.js'
 import { buildTestApp, buildTestService, onboard, register } from '../helper.js'
 
 t.test('the check path answers from memory: it still works with the database gone', async (t) => {
@@ -78,4 +79,16 @@ t.test('a model the index does not know is logged and served through enforce()',
   t.match(warnings.join('\n'), /enforce\(\) with a cache/)
   const shippedService = await buildTestService(t, { log })
   t.equal(shippedService.engine.mode, 'index')
+
+  t.test("the fallback's decision cache stays bounded whatever domains callers ask about", async (t) => {
+    const { engine } = service
+    const [pair] = engine.catalogEntries().filter((e) => e.is_active)
+    if (pair === undefined) throw new Error('no active catalog entry')
+    const staff = { id: '33333333-3333-4333-8333-333333333333', principal_type: 'system_owner' as const, merchant_id: null, sub_role_code: 'staff' }
+    const cache = () => (engine as unknown as { snapshot: { cache: Map<string, boolean> } }).snapshot.cache
+    for (let i = 0; i < DECISION_CACHE_LIMIT + 50; i++) engine.decide(staff, `d${i}`, pair.obj, pair.act)
+    t.ok(cache().size <= DECISION_CACHE_LIMIT, `${cache().size} cached decisions`)
+    t.ok(cache().size > 0, 'and it still caches')
+    t.equal(engine.decide(staff, 'd1', pair.obj, pair.act), engine.enforce(staff.id, 'd1', pair.obj, pair.act), 'answers stay those of enforce()')
+  })
 })
