@@ -1,6 +1,5 @@
 import t from 'tap'
 import { DecisionIndex } from '../../src/engine/decisionIndex.js'
-import { VerifiedTokenCache } from '../../src/http/plugins/tokenCache.js'
 
 t.test('the index answers as model.conf reads', async (t) => {
   const index = DecisionIndex.build(
@@ -85,21 +84,4 @@ t.test('the index answers as model.conf reads', async (t) => {
     )
     t.same(index.rulesOf('clerk', ['m2']), [])
   })
-})
-
-t.test('verified tokens are kept until they expire, within a bound', async (t) => {
-  let now = 1_000_000
-  const cache = new VerifiedTokenCache<{ exp?: unknown; sub: string }>(2, () => now)
-  cache.set('a', { sub: 'a', exp: 1_010 })
-  cache.set('never-expires', { sub: 'x' })
-  t.equal(cache.get('a')?.sub, 'a')
-  t.equal(cache.get('never-expires'), undefined, 'a token without exp is not kept')
-  now = 1_010_000
-  t.equal(cache.get('a'), undefined, 'gone at its expiry')
-  cache.set('b', { sub: 'b', exp: 2_000 })
-  cache.set('c', { sub: 'c', exp: 2_000 })
-  cache.set('d', { sub: 'd', exp: 2_000 })
-  t.equal(cache.size, 2)
-  t.equal(cache.get('b'), undefined, 'the oldest leaves first')
-  t.equal(cache.get('d')?.sub, 'd')
 })

@@ -110,7 +110,7 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
     typeof claims.sub === 'string' && PRINCIPAL_TYPES.includes(claims.principal_type as PrincipalType)
 
   /** First sight of a token, or an account not in memory yet: verify and look up asynchronously. */
-  const verifyAndAdmit = async (request: FastifyRequest, token: string, cached: TokenClaims | undefined): Promise<void> => {
+  const verifyAndAdmit = async (request: FastifyRequest, header: string, cached: TokenClaims | undefined): Promise<void> => {
     let claims = cached
     if (claims === undefined) {
       try {
@@ -120,7 +120,7 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
         throw new ServiceError(code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' ? 'TOKEN_EXPIRED' : 'INVALID_TOKEN')
       }
       if (!wellFormed(claims)) throw new ServiceError('INVALID_TOKEN')
-      verified.set(token, claims)
+      verified.set(header, claims)
     }
     if (!wellFormed(claims)) throw new ServiceError('INVALID_TOKEN')
     admit(request, claims, await options.accounts.get(claims.sub))
@@ -131,14 +131,18 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
   const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const header = request.headers.authorization
     if (header === undefined || header === '') return done(new ServiceError('UNAUTHENTICATED'))
-    if (!header.startsWith(BEARER_PREFIX)) return done(new ServiceError('INVALID_TOKEN'))
-    const token = header.slice(BEARER_PREFIX.length).trim()
-    // Only tokens that verified are in the cache, so a hit needs no shape check.
-    const claims = verified.get(token)
-    if (claims === undefined && !JWT_SHAPE.test(token)) return done(new ServiceError('INVALID_TOKEN'))
-    const account = claims !== undefined && wellFormed(claims) ? options.accounts.peek(claims.sub) : undefined
-    if (claims === undefined || account === undefined) {
-      verifyAndAdmit(request, token, claims).then(() => done(), done)
+    // Only headers whose token verified are in the cache, so a hit needs no parsing.
+    const claims = verified.get(header)
+    if (claims === undefined) {
+      if (!header.startsWith(BEARER_PREFIX) || !JWT_SHAPE.test(header.slice(BEARER_PREFIX.length).trim())) {
+        return done(new ServiceError('INVALID_TOKEN'))
+      }
+      verifyAndAdmit(request, header, undefined).then(() => done(), done)
+      return
+    }
+    const account = wellFormed(claims) ? options.accounts.peek(claims.sub) : undefined
+    if (account === undefined) {
+      verifyAndAdmit(request, header, claims).then(() => done(), done)
       return
     }
     try {
