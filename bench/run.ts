@@ -13,8 +13,8 @@ import type { Database } from '../src/storage/db.js'
 import { benchDatabase, benchService, benchSubject, postgresUrl, seedRules } from './seed.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
-const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 8)
-const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 3)
+const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 3)
+const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 9)
 const rows: Array<[string, string, string]> = []
 const record = (what: string, value: string, note = '') => {
   rows.push([what, value, note])
