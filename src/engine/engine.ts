@@ -5,7 +5,7 @@ import type { Queryable } from '../storage/db.js'
 import { StorageAdapter } from './adapter.js'
 import { DecisionIndex, type IndexedRule } from './decisionIndex.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
-import { appendRule, removeRule } from './modelRows.js'
+import { appendRow, removeRows } from './modelRows.js'
 
 /** What a decision needs to know about the user asking. */
 export interface Subject {
@@ -176,7 +176,7 @@ export class PermissionEngine {
     const held = this.heldByIndex(ptype, values)
     if (held === true) return
     if (held === false) {
-      const row = appendRule(enforcer.getModel(), ptype, values)
+      const row = appendRow(enforcer.getModel(), ptype, values)
       if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyAdd, 'g', [row])
     } else if (ptype === 'p') {
       await enforcer.addNamedPolicy('p', ...values)
@@ -193,7 +193,7 @@ export class PermissionEngine {
     const held = this.heldByIndex(ptype, values)
     if (held === false) return
     if (held === true) {
-      removeRule(enforcer.getModel(), ptype, values)
+      removeRows(enforcer.getModel(), ptype, values)
       if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyRemove, 'g', [[...values]])
     } else if (ptype === 'p') {
       await enforcer.removeNamedPolicy('p', ...values)

@@ -15,7 +15,7 @@ function rulesOf(model: Model, ptype: 'p' | 'g'): string[][] {
 }
 
 /** Appends a row the caller knows is not there yet. */
-export function appendRule(model: Model, ptype: 'p' | 'g', values: readonly string[]): string[] {
+export function appendRow(model: Model, ptype: 'p' | 'g', values: readonly string[]): string[] {
   const row = [...values]
   rulesOf(model, ptype).push(row)
   return row
@@ -25,7 +25,7 @@ export function appendRule(model: Model, ptype: 'p' | 'g', values: readonly stri
  * Removes every row equal to `values`, as Casbin's removePolicy does (there is
  * at most one: casbin_rule is unique); false when there is none.
  */
-export function removeRule(model: Model, ptype: 'p' | 'g', values: readonly string[]): boolean {
+export function removeRows(model: Model, ptype: 'p' | 'g', values: readonly string[]): boolean {
   const rules = rulesOf(model, ptype)
   const width = values.length
   const [first] = values

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { newEnforcer, newModelFromString } from 'casbin'
 import t from 'tap'
 import { PermissionEngine } from '../../src/engine/engine.js'
-import { removeRule } from '../../src/engine/modelRows.js'
+import { removeRows } from '../../src/engine/modelRows.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { freshDatabase } from '../helper.js'
 
@@ -44,12 +44,12 @@ t.test('writes on the reference model keep Casbin, its role links and the index 
   t.equal(engine.decide(user, 'm1', 'orders', 'read'), false, 'and from the index')
 })
 
-t.test('removeRule removes exactly the equal rows and keeps the order of the rest', async (t) => {
+t.test('removeRows removes exactly the equal rows and keeps the order of the rest', async (t) => {
   const enforcer = await newEnforcer(newModelFromString(modelText))
   const model = enforcer.getModel()
   const rows = model.model.get('p')?.get('p')?.policy as string[][]
   rows.push(['a', 'm1', 'o', 'x', 'allow'], ['b', 'm1', 'o', 'x', 'allow'], ['a', 'm1', 'o', 'x', 'deny'], ['a', 'm1', 'o', 'x'], ['c', 'm1', 'o', 'x', 'allow'])
-  t.equal(removeRule(model, 'p', ['a', 'm1', 'o', 'x', 'allow']), true)
+  t.equal(removeRows(model, 'p', ['a', 'm1', 'o', 'x', 'allow']), true)
   t.same(rows.map((r) => r.join(',')), ['b,m1,o,x,allow', 'a,m1,o,x,deny', 'a,m1,o,x', 'c,m1,o,x,allow'], 'a shorter row with the same start stays')
-  t.equal(removeRule(model, 'p', ['z', 'm1', 'o', 'x', 'allow']), false, 'nothing to remove')
+  t.equal(removeRows(model, 'p', ['z', 'm1', 'o', 'x', 'allow']), false, 'nothing to remove')
 })
