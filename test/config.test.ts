@@ -1,21 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t from 'tap'
 import { ConfigError, loadConfig, parseStorageUrl } from '../src/config.js'
+import { tempDir } from './helper.js'
 
 const SECRET = 'x'.repeat(32)
 const repositoryModel = new URL('../model.conf', import.meta.url).pathname
 
-function tempDir(t: { teardown(fn: () => unknown): void }): string {
-  const dir = mkdtempSync(join(tmpdir(), 'aps-config-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
-
 t.test('an empty environment: the documented defaults', async (t) => {
   // The default store is ./data of the working directory; run that in a temp folder.
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'aps-config-')
   const previous = process.cwd()
   process.chdir(dir)
   t.teardown(() => process.chdir(previous))
@@ -131,7 +125,7 @@ t.test('one way to verify tokens', async (t) => {
 })
 
 t.test('an embedded store keeps one generated key in its data folder', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'aps-config-')
   const store = join(dir, 'store')
   const first = loadConfig({ DATABASE_URL: `pglite://${store}` })
   const second = loadConfig({ DATABASE_URL: `pglite://${store}` })

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildService, type BuildOptions, type Service } from '../src/compose.js'
 import { loadConfig, type Config } from '../src/config.js'
@@ -22,6 +25,13 @@ export const ROOT_EMAIL = 'root@example.com'
 export const ROOT_PASSWORD = 'root-password-123'
 
 /** A database of its own for one test file: a fresh schema on PostgreSQL, a fresh in-memory PGlite otherwise. */
+/** A temporary folder, removed when the test ends. */
+export function tempDir(t: Teardown, prefix = 'aps-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
 export async function freshDatabase(t: Teardown): Promise<Database & { schema?: string }> {
   if (postgresUrl === undefined) {
     const db = await openPGlite(null)

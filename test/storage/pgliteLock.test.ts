@@ -1,21 +1,15 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { runCli } from '../../src/cli/run.js'
 import { openPGlite } from '../../src/storage/pglite.js'
+import { tempDir } from '../helper.js'
 
 // PGlite does not lock its folder and two openers corrupt it; these run on PGlite whatever DATABASE_URL says.
 
-function tempDir(t: { teardown(fn: () => unknown): void }): string {
-  const dir = mkdtempSync(join(tmpdir(), 'aps-lock-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
-
 t.test('one opener per folder in a process; closing releases it', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'aps-lock-')
   const db = await openPGlite(dir)
   t.equal(readFileSync(join(dir, 'aps.lock'), 'utf8').trim(), String(process.pid), 'the lock names this process')
   await t.rejects(openPGlite(dir), { name: 'StoreInUseError', message: /already open in this process/ })
@@ -29,7 +23,7 @@ t.test('one opener per folder in a process; closing releases it', async (t) => {
 })
 
 t.test('a lock left by a dead process is taken over', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'aps-lock-')
   mkdirSync(dir, { recursive: true })
   // The largest pid Linux hands out is 4194304: this one belongs to nobody.
   writeFileSync(join(dir, 'aps.lock'), '4194999\n')
@@ -43,7 +37,7 @@ t.test('a lock left by a dead process is taken over', async (t) => {
 })
 
 t.test('another live process holding the folder stops the command line, and the store survives', async (t) => {
-  const dir = tempDir(t)
+  const dir = tempDir(t, 'aps-lock-')
   const store = join(dir, 'store')
   const holder = spawn(
     process.execPath,
