@@ -54,15 +54,25 @@ export class StorageAdapter implements FilteredAdapter {
       pool.set(value, value)
       return value
     }
+    // Each ptype's rule list and width, worked out once rather than per row.
+    const sections = new Map<string, { policy: string[][]; width: number } | null>()
+    const sectionOf = (ptype: string) => {
+      let section = sections.get(ptype)
+      if (section === undefined) {
+        const assertion = model.model.get(ptype.charAt(0))?.get(ptype)
+        section = assertion === undefined ? null : { policy: assertion.policy, width: declaredWidth(assertion) }
+        sections.set(ptype, section)
+      }
+      return section
+    }
     for await (const row of iterateRules(this.db, options)) {
-      const assertion = model.model.get(row.ptype.charAt(0))?.get(row.ptype)
-      if (assertion === undefined) continue
+      const section = sectionOf(row.ptype)
+      if (section === null) continue
       // Storage drops trailing empty columns; a rule whose last declared
       // field is an empty string must still reload with the model's width.
       const fields = row.fields.map(intern)
-      const width = declaredWidth(assertion)
-      while (fields.length < width) fields.push('')
-      assertion.policy.push(fields)
+      while (fields.length < section.width) fields.push('')
+      section.policy.push(fields)
     }
     const p = model.model.get('p')?.get('p')
     if (p === undefined) return
