@@ -31,6 +31,14 @@ const EnvSchema = Type.Object({
   ),
   CHECK_LOG_LEVEL: Type.Optional(Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)))),
   LOGIN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
+  REVISION_POLL_MS: Type.Integer({ minimum: 50, maximum: 600_000, default: 5000 }),
+  MIN_REVISION_WAIT_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
+  MAX_STALENESS_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000 }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
+  DB_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 3000 }),
+  DB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000 }),
+  DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  DB_STARTUP_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 60_000 }),
 })
 type Env = Static<typeof EnvSchema>
 
@@ -59,6 +67,25 @@ export interface Config {
   /** Level of the check routes' request logs: the gateway calls them thousands of times a second. */
   checkLogLevel: LogLevel
   loginRateLimitPerMinute: number
+  /** How replicas stay in step over one PostgreSQL (CONTRACT section 10). */
+  replication: {
+    /** The reconciling poll of the store's revision. */
+    pollMs: number
+    /** How long a read with `min_revision` waits for this replica to catch up before 503 `902`. */
+    minRevisionWaitMs: number
+    /** Past this long without confirming the revision against the database, checks fail closed (503 `903`). */
+    maxStalenessMs: number
+  }
+  /** Bounded waits on the database: a partition costs a 503 quickly, never a hung request. */
+  database: {
+    connectTimeoutMs: number
+    statementTimeoutMs: number
+    poolMax: number
+    /** How long start-up keeps retrying an unreachable database. */
+    startupTimeoutMs: number
+  }
+  /** SIGTERM: past this, the process exits whatever clients do. */
+  shutdownTimeoutMs: number
 }
 
 export class ConfigError extends Error {
@@ -154,5 +181,17 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: env.LOG_LEVEL as LogLevel,
     checkLogLevel: (env.CHECK_LOG_LEVEL as LogLevel | undefined) ?? quieter(env.LOG_LEVEL as LogLevel, 'warn'),
     loginRateLimitPerMinute: env.LOGIN_RATE_LIMIT_PER_MINUTE,
+    replication: {
+      pollMs: env.REVISION_POLL_MS,
+      minRevisionWaitMs: env.MIN_REVISION_WAIT_MS,
+      maxStalenessMs: env.MAX_STALENESS_MS,
+    },
+    database: {
+      connectTimeoutMs: env.DB_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: env.DB_STATEMENT_TIMEOUT_MS,
+      poolMax: env.DB_POOL_MAX,
+      startupTimeoutMs: env.DB_STARTUP_TIMEOUT_MS,
+    },
+    shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
   }
 }

@@ -31,6 +31,9 @@ export const errorTable = {
   BAD_REQUEST: { status: 400, responseCode: '604' },
   INTERNAL: { status: 500, responseCode: '900' },
   NOT_READY: { status: 503, responseCode: '901' },
+  STORAGE_UNAVAILABLE: { status: 503, responseCode: '901' },
+  REVISION_NOT_REACHED: { status: 503, responseCode: '902' },
+  POLICY_STALE: { status: 503, responseCode: '903' },
 } as const satisfies Record<string, { status: number; responseCode: string }>
 
 export type ErrorCode = keyof typeof errorTable

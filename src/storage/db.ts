@@ -1,3 +1,4 @@
+import { ServiceError } from '../domain/errors.js'
 /**
  * The one database interface. PostgreSQL (pg) and PGlite both implement it;
  * nothing above the storage layer knows which one runs.
@@ -41,3 +42,41 @@ export function violatedConstraint(error: unknown): string | undefined {
 }
 
 export const UNIQUE_VIOLATION = '23505'
+
+/**
+ * The database could not be reached or did not answer in time: a connection
+ * refused, dropped or timed out, a statement past its timeout, the server
+ * shutting down. An everyday event in production, never a bug: the request
+ * answers 503 (`901`) and the next one gets a fresh connection.
+ */
+export class StorageUnavailableError extends ServiceError {
+  /**
+   * Set when the failure hit the COMMIT itself: the server may or may not
+   * have committed, but cannot commit after this time (ms since the epoch).
+   */
+  readonly inDoubtUntil: number | null
+  constructor(cause: unknown, inDoubtUntil: number | null = null) {
+    super('STORAGE_UNAVAILABLE')
+    this.cause = cause
+    this.inDoubtUntil = inDoubtUntil
+  }
+}
+
+/** SQLSTATEs that say the connection or the server failed, not the statement: class 08, shutdowns, timeouts, no room. */
+const UNAVAILABLE_STATES = /^(08|57P0|53|58)|^57014$|^25P03$/
+
+/**
+ * Whether an error raised by a database call means "the database is unavailable" rather than "this
+ * statement is wrong": a network-level error (no SQLSTATE: refused, reset,
+ * terminated, timed out) or a server state of unavailability.
+ */
+export function isStorageUnavailable(error: unknown): boolean {
+  if (error instanceof StorageUnavailableError) return true
+  if (error instanceof ServiceError) return false
+  const state = sqlState(error)
+  if (state === undefined) {
+    // Node's socket errors carry a code like ECONNREFUSED; pg's own connection errors carry none.
+    return error instanceof Error
+  }
+  return UNAVAILABLE_STATES.test(state) || /^E[A-Z]+$/.test(state)
+}
