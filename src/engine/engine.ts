@@ -5,7 +5,7 @@ import type { Queryable } from '../storage/db.js'
 import { StorageAdapter } from './adapter.js'
 import { DecisionIndex, type IndexedRule } from './decisionIndex.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
-import { appendRow, removeRows } from './modelRows.js'
+import { appendRow, hasRow, indexRows, removeRows } from './modelRows.js'
 
 /** What a decision needs to know about the user asking. */
 export interface Subject {
@@ -74,6 +74,8 @@ export class PermissionEngine {
     enforcer.enableAutoSave(false)
     const model = enforcer.getModel().model
     const index = DecisionIndex.build(model.get('p')?.get('p')?.policy ?? [], model.get('g')?.get('g')?.policy ?? [])
+    // Part of the load, not of the first write after it: at a million rules the row tables take a while to build.
+    if (mode === 'index') indexRows(enforcer.getModel())
     return { enforcer, index, cache: mode === 'index' ? null : new Map() }
   }
 
@@ -161,14 +163,17 @@ export class PermissionEngine {
   }
 
   /**
-   * Whether the index can say if this row is held, and so whether the change
-   * may skip Casbin's scans: only for the reference model, whose rows the
-   * index keeps one for one.
+   * Whether this row is held, when the change may skip Casbin's scans: only
+   * for the reference model. The index keeps its rows one for one; a row it
+   * does not keep (another effect or width) is looked up in the model's row
+   * table, so every write on this model goes through modelRows and its
+   * tables never miss a change.
    */
   private heldByIndex(ptype: 'p' | 'g', values: readonly string[]): boolean | undefined {
     if (this.mode !== 'index') return undefined
-    const { index } = this.snapshot
-    return ptype === 'p' ? index.hasPolicy(values) : index.hasGrouping(values)
+    const { enforcer, index } = this.snapshot
+    const held = ptype === 'p' ? index.hasPolicy(values) : index.hasGrouping(values)
+    return held ?? hasRow(enforcer.getModel(), ptype, values)
   }
 
   async addRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
