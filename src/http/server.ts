@@ -156,8 +156,8 @@ export async function run(config: Config): Promise<number> {
   const stop = new AbortController()
   let received = ''
   const onSignal = (signal: NodeJS.Signals) => {
-    // Kept for every signal, not once: under `npm start` a Ctrl-C reaches the server twice (from the
-    // terminal and forwarded by npm), and a second default SIGINT would kill it mid-stop.
+    // Kept for every signal, not once: under `npm start` a Ctrl-C is sent to the server twice (by the
+    // terminal and forwarded by npm), and a second SIGINT left to its default would kill it mid-stop.
     if (stop.signal.aborted) {
       log.info({ signal }, 'already stopping')
       return
