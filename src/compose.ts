@@ -1,6 +1,7 @@
 import type { Config, StorageConfig } from './config.js'
 import { bootstrapSystemOwner, createFirstAdmin } from './commands/bootstrap.js'
 import type { CommandContext } from './commands/context.js'
+import { Replica } from './commands/replica.js'
 import { syncCatalog } from './commands/syncCatalog.js'
 import { WriteQueue } from './commands/writeQueue.js'
 import { declaredCatalog } from './domain/permissions.js'
@@ -10,10 +11,13 @@ import { createPasswordHasher, type PasswordHasher } from './security/passwords.
 import { createTokenIssuer, type TokenIssuer } from './security/tokens.js'
 import { AccountDirectory } from './storage/accountDirectory.js'
 import { listCatalog } from './storage/catalog.js'
+import { ChangeFeedListener } from './storage/changeFeed.js'
+import { currentSchema } from './storage/changes.js'
 import type { Database, Queryable } from './storage/db.js'
 import { migrate } from './storage/migrate.js'
 import { openPostgres } from './storage/pg.js'
 import { openPGlite } from './storage/pglite.js'
+import { currentRevision } from './storage/revision.js'
 import { listSubRoles } from './storage/subRoles.js'
 
 export interface Logger {
@@ -27,16 +31,25 @@ export interface Service extends CommandContext {
   tokens: TokenIssuer | null
   /** Credentials of the admin created on a first embedded start, to print once. */
   firstAdmin: { email: string; password: string } | null
-  ready(): Promise<boolean>
+  /** The revision this process's memory reflects, and how it follows the store. */
+  replica: Replica
+  /** `ready`, or why not: the database does not answer, or the policy could not be confirmed current. */
+  readiness(): Promise<'ready' | 'unavailable' | 'stale'>
   reload(): Promise<void>
   close(): Promise<void>
 }
 
-export async function openDatabase(storage: StorageConfig, options: { schema?: string; log?: Logger } = {}): Promise<Database> {
+export async function openDatabase(
+  storage: StorageConfig,
+  options: { schema?: string; log?: Logger; limits?: Config['database'] } = {},
+): Promise<Database> {
   if (storage.kind === 'pglite') return openPGlite(storage.dataDir)
   return openPostgres({
     url: storage.url,
     ...(options.schema !== undefined ? { schema: options.schema } : {}),
+    ...(options.limits !== undefined
+      ? { connectTimeoutMs: options.limits.connectTimeoutMs, statementTimeoutMs: options.limits.statementTimeoutMs, max: options.limits.poolMax }
+      : {}),
     onIdleError: (error) => options.log?.warn({ err: error }, 'an idle database connection failed; it will be replaced'),
   })
 }
@@ -53,29 +66,36 @@ export interface BuildOptions {
   passwords?: PasswordHasher
   /** Skip creating the first admin on an empty embedded store. */
   skipFirstAdmin?: boolean
+  /** Follow other processes' changes (LISTEN and the reconciling poll); off for one-shot commands. Default on. */
+  follow?: boolean
 }
 
 /** Builds the whole service from its configuration: storage, migrations, engine, catalog, bootstrap. */
 export async function buildService(config: Config, options: BuildOptions = {}): Promise<Service> {
-  const db = options.db ?? (await openDatabase(config.storage, options.log ? { log: options.log } : {}))
+  const db = options.db ?? (await openDatabase(config.storage, { ...(options.log ? { log: options.log } : {}), limits: config.database }))
+  let feed: ChangeFeedListener | null = null
   try {
     await migrate(db)
     const model = readModel(config.modelPath)
-    const engine = await PermissionEngine.load(db, model.text, await engineState(db))
+    // The policy, the accounts and the revision they reflect, all from one snapshot.
     const accounts = new AccountDirectory(db)
-    await accounts.load()
+    const { engine, revision } = await db.snapshot(async (tx) => {
+      const revision = await currentRevision(tx)
+      const engine = await PermissionEngine.load(tx, model.text, await engineState(tx))
+      await accounts.load(tx)
+      return { engine, revision }
+    })
+    const replica = new Replica(db, engine, accounts, engineState, revision, {
+      maxStalenessMs: config.replication.maxStalenessMs,
+      ...(options.log ? { log: options.log } : {}),
+    })
     if (engine.mode !== 'index') {
       options.log?.warn(
         { model: config.modelPath },
         'the Casbin model differs from the one the decision index implements: decisions use enforce() with a cache (correct, slower)',
       )
     }
-    const reloadNow = async () => {
-      await engine.reload(db, await engineState(db))
-      await accounts.load()
-    }
-    const writes = new WriteQueue(db, engine, reloadNow)
-    const reload = () => writes.exclusive(reloadNow)
+    const writes = new WriteQueue(db, replica, config.database.statementTimeoutMs)
     const passwords = options.passwords ?? createPasswordHasher()
     const ctx: CommandContext = { db, engine, accounts, passwords, writes }
     await syncCatalog(ctx, declaredCatalog())
@@ -99,24 +119,65 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
           })
         : null
 
+    if (options.follow !== false) feed = await followChanges(db, replica, config, options.log)
+
+    const following = feed
     return {
       ...ctx,
       config,
       tokens,
       firstAdmin,
-      reload,
-      async ready() {
+      replica,
+      reload: () => replica.reload(),
+      async readiness() {
         try {
           await db.query('SELECT 1')
-          return true
         } catch {
-          return false
+          return 'unavailable'
         }
+        return replica.isStale() ? 'stale' : 'ready'
       },
-      close: () => db.close(),
+      async close() {
+        await following?.stop()
+        replica.stop()
+        await db.close()
+      },
     }
   } catch (error) {
+    await feed?.stop()
     if (options.db === undefined) await db.close().catch(() => undefined)
     throw error
   }
+}
+
+/**
+ * Keeps this process in step with the others: every notification, every
+ * reconnection and every poll tick reads the change feed from the revision
+ * applied. Failures are logged when they start and when they end, not on
+ * every tick of an outage.
+ */
+async function followChanges(db: Database, replica: Replica, config: Config, log: Logger | undefined): Promise<ChangeFeedListener> {
+  let failing = false
+  const sync = () => {
+    replica.sync().then(
+      () => {
+        if (failing) log?.info({ revision: replica.revision }, 'the database answers again: the policy is current')
+        failing = false
+      },
+      (error: unknown) => {
+        if (!failing) log?.warn({ err: error, revision: replica.revision }, 'cannot read the change feed: answering from memory until the staleness bound')
+        failing = true
+      },
+    )
+  }
+  const feed = new ChangeFeedListener(db, {
+    schema: await currentSchema(db),
+    pollMs: config.replication.pollMs,
+    onSignal: (revision) => {
+      if (revision === null || revision > replica.revision) sync()
+    },
+    ...(log ? { log } : {}),
+  })
+  feed.start()
+  return feed
 }

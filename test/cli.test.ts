@@ -261,7 +261,7 @@ t.test('configuration errors and key modes', async (t) => {
 
   const unreachable = await cliFor({ DATABASE_URL: 'postgres://nobody:secret@127.0.0.1:1/none', JWT_SECRET: TEST_SECRET })('migrate')
   t.equal(unreachable.code, 1)
-  t.match(unreachable.err, /^failed: .*ECONNREFUSED/)
+  t.match(unreachable.err, /^failed: the database is unavailable: .*ECONNREFUSED/)
   t.notMatch(unreachable.err, STACK_FRAME)
 })
 

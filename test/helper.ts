@@ -75,7 +75,10 @@ export async function buildTestService(
   options: { env?: Record<string, string | undefined>; db?: Database } & Omit<BuildOptions, 'db'> = {},
 ): Promise<Service> {
   const db = options.db ?? (await freshDatabase(t))
-  return buildService(testConfig(options.env), { skipFirstAdmin: true, ...options, db })
+  const service = await buildService(testConfig(options.env), { skipFirstAdmin: true, ...options, db })
+  // Its change-feed listener and poll would otherwise outlive the test.
+  t.teardown(() => service.close())
+  return service
 }
 
 export interface TestApp {

@@ -41,7 +41,7 @@ export interface CliContext {
 
 /** Opens the configured database for one command (or uses the injected one) and always closes what it opened. */
 async function withDatabase<T>(ctx: CliContext, work: (db: Database) => Promise<T>): Promise<T> {
-  const db = ctx.db ?? (await openDatabase(ctx.config.storage))
+  const db = ctx.db ?? (await openDatabase(ctx.config.storage, { limits: ctx.config.database }))
   try {
     return await work(db)
   } finally {
@@ -56,7 +56,7 @@ async function withDatabase<T>(ctx: CliContext, work: (db: Database) => Promise<
  */
 function withService<T>(ctx: CliContext, work: (service: Service) => Promise<T>): Promise<T> {
   return withDatabase(ctx, async (db) =>
-    work(await buildService({ ...ctx.config, bootstrapAdmin: null }, { db, skipFirstAdmin: true })),
+    work(await buildService({ ...ctx.config, bootstrapAdmin: null }, { db, skipFirstAdmin: true, follow: false })),
   )
 }
 

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig, type Config } from '../config.js'
 import { isServiceError, type ServiceError } from '../domain/errors.js'
+import { StorageUnavailableError } from '../storage/db.js'
 import { ModelError } from '../engine/model.js'
 import { createLocalizer } from '../http/i18n/index.js'
 import type { Database } from '../storage/db.js'
@@ -85,6 +86,10 @@ function report(error: unknown, io: CliIo): number {
   if (error instanceof UsageError) {
     io.err(`${error.message}\n\n${USAGE}`)
     return 2
+  }
+  if (error instanceof StorageUnavailableError) {
+    io.err(`failed: the database is unavailable: ${messageOf(error.cause)}`)
+    return 1
   }
   if (isServiceError(error)) {
     io.err(describeServiceError(error))

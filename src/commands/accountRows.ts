@@ -6,15 +6,16 @@ import { insertAccount, type NewAccount } from '../storage/accounts.js'
 import { UNIQUE_VIOLATION, sqlState, violatedConstraint, type Queryable } from '../storage/db.js'
 import { insertRule } from '../storage/policyRows.js'
 import { ensureSubRole } from '../storage/subRoles.js'
-import type { MemoryChange, PlannedWrite } from './writeQueue.js'
+import { ruleAdded, type StoreChange } from '../domain/changes.js'
+import type { PlannedWrite } from './writeQueue.js'
 
 export type AccountDraft = Omit<NewAccount, 'id'>
 
 /**
  * Inserts an account with its sub-role assignment (`g, <user>, <sub-role>, <home domain>`)
- * and plans the memory change; the audit entry is the caller's to add.
+ * and plans the changes to memory (the account and its `g` row); the audit entry is the caller's to add.
  */
-export async function writeAccount(tx: Queryable, draft: AccountDraft): Promise<{ account: Account; memory: MemoryChange[] }> {
+export async function writeAccount(tx: Queryable, draft: AccountDraft): Promise<{ account: Account; changes: StoreChange[] }> {
   await ensureSubRole(tx, draft.sub_role_code)
   let account: Account
   try {
@@ -28,14 +29,9 @@ export async function writeAccount(tx: Queryable, draft: AccountDraft): Promise<
   }
   const assignment = [account.id, account.sub_role_code, homeDomain(account)]
   await insertRule(tx, 'g', assignment)
-  return { account, memory: [{ op: 'add', ptype: 'g', values: assignment }] }
+  return { account, changes: [{ kind: 'account', account }, ruleAdded('g', assignment)] }
 }
 
-export function accountCreated(
-  account: Account,
-  memory: MemoryChange[],
-  audit: AuditEntry,
-  remember: (account: Account) => void,
-): PlannedWrite<Account> {
-  return { changed: true, audit: [audit], memory, result: account, afterCommit: () => remember(account) }
+export function accountCreated(account: Account, changes: StoreChange[], audit: AuditEntry): PlannedWrite<Account> {
+  return { changed: true, audit: [audit], changes, result: account }
 }

@@ -21,9 +21,9 @@ export async function bootstrapSystemOwner(ctx: CommandContext, input: Bootstrap
     // Re-checked under the revision lock's transaction: two starts at once create one account.
     await tx.query('SELECT pg_advisory_xact_lock(hashtext(current_schema() || \':bootstrap\'))')
     if (await systemSuperAdminExists(tx)) {
-      return { changed: false, audit: [], memory: [], result: null }
+      return { changed: false, audit: [], changes: [], result: null }
     }
-    const { account, memory } = await writeAccount(tx, {
+    const { account, changes } = await writeAccount(tx, {
       email: input.email,
       password_hash: passwordHash,
       name: input.name ?? 'System owner',
@@ -36,7 +36,7 @@ export async function bootstrapSystemOwner(ctx: CommandContext, input: Bootstrap
     })
     return accountCreated(
       account,
-      memory,
+      changes,
       {
         action: 'register',
         target_type: 'user',
@@ -46,8 +46,7 @@ export async function bootstrapSystemOwner(ctx: CommandContext, input: Bootstrap
         domain: GLOBAL_DOMAIN,
         merchant_id: null,
         actor: SYSTEM_ACTOR,
-      },
-      (created) => ctx.accounts.put(created),
+      }
     )
   })
   return outcome.result === null ? { created: false } : { created: true, account: outcome.result }

@@ -1,3 +1,4 @@
+import { ruleAdded, ruleRemoved } from '../domain/changes.js'
 import { tenantOfDomain } from '../domain/audit.js'
 import { assertMayGrant, assertInCatalog } from '../domain/grantRules.js'
 import { roleDomain } from '../domain/tenancy.js'
@@ -9,7 +10,7 @@ import { assertDomainExists, type PairInput, type PermissionChange } from './per
 
 export type RoleChange = PermissionChange & { sub_role_code: string }
 
-/** The one write path of both role commands: the allow row, its audit entry, its memory change. */
+/** The one write path of both role commands: the allow row, its audit entry, its change. */
 async function writeRoleRule(
   ctx: CommandContext,
   caller: Caller,
@@ -38,7 +39,7 @@ async function writeRoleRule(
         actor: actorOf(caller),
       },
     ],
-    memory: [{ op: action === 'grant' ? ('add' as const) : ('remove' as const), ptype: 'p' as const, values: rule }],
+    changes: [action === 'grant' ? ruleAdded('p', rule) : ruleRemoved('p', rule)],
     result: null,
   }))
   return { changed: outcome.changed, revision: outcome.revision, sub_role_code: subRole, obj: input.obj, act: input.act, domain }

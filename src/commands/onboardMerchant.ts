@@ -16,7 +16,7 @@ export interface OnboardMerchantInput {
 }
 
 /** Creates a merchant and its `super_admin`: a merchant exists once its super_admin does. */
-export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: OnboardMerchantInput): Promise<Account> {
+export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: OnboardMerchantInput): Promise<Account & { revision: number }> {
   if (actor.type !== 'system_owner' && actor.type !== 'system') throw new ServiceError('PRINCIPAL_TYPE_DENIED')
   if (isReservedMerchantId(input.merchant_id)) {
     throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'merchant_id', message: 'reserved' }])
@@ -26,7 +26,7 @@ export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: 
   const passwordHash = await ctx.passwords.hash(input.password)
   const outcome = await ctx.writes.run(async (tx) => {
     if (!(await insertMerchant(tx, input.merchant_id))) throw new ServiceError('MERCHANT_EXISTS')
-    const { account, memory } = await writeAccount(tx, {
+    const { account, changes: accountChanges } = await writeAccount(tx, {
       email: input.email,
       password_hash: passwordHash,
       name: input.name,
@@ -39,7 +39,7 @@ export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: 
     })
     return accountCreated(
       account,
-      memory,
+      [{ kind: 'merchant', id: input.merchant_id }, ...accountChanges],
       {
         action: 'onboard',
         target_type: 'user',
@@ -49,9 +49,8 @@ export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: 
         domain: input.merchant_id,
         merchant_id: input.merchant_id,
         actor,
-      },
-      (created) => ctx.accounts.put(created),
+      }
     )
   })
-  return outcome.result
+  return { ...outcome.result, revision: outcome.revision }
 }

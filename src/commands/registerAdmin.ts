@@ -16,7 +16,7 @@ export interface RegisterAdminInput {
   merchant_id?: string | undefined
 }
 
-export async function registerAdmin(ctx: CommandContext, caller: Caller, input: RegisterAdminInput): Promise<Account> {
+export async function registerAdmin(ctx: CommandContext, caller: Caller, input: RegisterAdminInput): Promise<Account & { revision: number }> {
   const placement = placeNewAdmin(caller.account, input)
   const home = homeDomain(placement)
   assertMayAssignSubRole({
@@ -33,7 +33,7 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
   if (await emailTaken(ctx.db, input.email)) throw new ServiceError('EMAIL_TAKEN')
   const passwordHash = await ctx.passwords.hash(input.password)
   const outcome = await ctx.writes.run(async (tx) => {
-    const { account, memory } = await writeAccount(tx, {
+    const { account, changes } = await writeAccount(tx, {
       email: input.email,
       password_hash: passwordHash,
       name: input.name,
@@ -44,7 +44,7 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
     })
     return accountCreated(
       account,
-      memory,
+      changes,
       {
         action: 'register',
         target_type: 'user',
@@ -54,9 +54,8 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
         domain: homeDomain(account),
         merchant_id: account.merchant_id,
         actor: actorOf(caller),
-      },
-      (created) => ctx.accounts.put(created),
+      }
     )
   })
-  return outcome.result
+  return { ...outcome.result, revision: outcome.revision }
 }

@@ -35,7 +35,8 @@ export async function syncCatalog(
         merchant_id: null,
         actor: SYSTEM_ACTOR,
       })),
-      memory: [],
+      changes: [{ kind: 'catalog', entries: next }],
+      // Labels and groups may change without an event (nothing audited, no revision): this process still shows them.
       afterCommit: () => ctx.engine.replaceCatalog(next),
       result: plan.events.length,
     }

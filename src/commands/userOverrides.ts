@@ -4,7 +4,7 @@ import { assertOverrideDomain, assertReachable, userDomain } from '../domain/ten
 import { deleteOverride, setOverride, type Effect } from '../storage/overrides.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { assertDomainExists, type PairInput, type PermissionChange } from './permissionContext.js'
-import type { MemoryChange } from './writeQueue.js'
+import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 
 export type UserChange = PermissionChange & { user_id: string; effect: Effect | null }
 
@@ -41,13 +41,13 @@ export async function setUserPermission(
   const key = { user_id: target.id, domain, obj: input.obj, act: input.act }
   const outcome = await ctx.writes.run(async (tx) => {
     const previous = await setOverride(tx, { ...key, effect }, caller.account.id)
-    const memory: MemoryChange[] = []
-    if (previous !== null && previous !== effect) memory.push({ op: 'remove', ptype: 'p', values: [target.id, domain, input.obj, input.act, previous] })
-    memory.push({ op: 'add', ptype: 'p', values: [target.id, domain, input.obj, input.act, effect] })
+    const changes: StoreChange[] = []
+    if (previous !== null && previous !== effect) changes.push(ruleRemoved('p', [target.id, domain, input.obj, input.act, previous]))
+    changes.push(ruleAdded('p', [target.id, domain, input.obj, input.act, effect]))
     return {
       changed: previous !== effect,
       audit: [{ action: effect === 'allow' ? ('grant' as const) : ('deny' as const), target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, merchant_id: target.merchant_id, actor: actorOf(caller) }],
-      memory,
+      changes,
       result: null,
     }
   })
@@ -63,7 +63,7 @@ export async function revokeUserPermission(ctx: CommandContext, caller: Caller, 
     return {
       changed: previous !== null,
       audit: [{ action: 'revoke' as const, target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, merchant_id: target.merchant_id, actor: actorOf(caller) }],
-      memory: previous === null ? [] : [{ op: 'remove' as const, ptype: 'p' as const, values: [target.id, domain, input.obj, input.act, previous] }],
+      changes: previous === null ? [] : [ruleRemoved('p', [target.id, domain, input.obj, input.act, previous])],
       result: previous,
     }
   })

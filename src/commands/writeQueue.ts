@@ -1,22 +1,19 @@
+import { randomUUID } from 'node:crypto'
 import type { AuditEntry } from '../domain/audit.js'
-import type { PermissionEngine } from '../engine/engine.js'
+import type { StoreChange } from '../domain/changes.js'
 import { insertAudit } from '../storage/audit.js'
-import type { Database, Queryable } from '../storage/db.js'
+import { recordChange, writeCommitted } from '../storage/changes.js'
+import { StorageUnavailableError, type Database, type Queryable } from '../storage/db.js'
 import { bumpRevision, currentRevision } from '../storage/revision.js'
+import type { Replica } from './replica.js'
 
-/** A change to apply to the in-memory enforcer once its rows are committed. */
-export interface MemoryChange {
-  op: 'add' | 'remove'
-  ptype: 'p' | 'g'
-  values: string[]
-}
-
-/** What a write's transaction decided: whether it changed anything, its audit entries and memory changes. */
+/** What a write's transaction decided: whether it changed anything, its audit entries and what it changed. */
 export interface PlannedWrite<T> {
   changed: boolean
   audit: AuditEntry[]
-  memory: MemoryChange[]
-  /** Runs after the commit and the memory changes (e.g. caches of accounts). */
+  /** Applied to memory after the commit, here and (through the change feed) on every other replica. */
+  changes: StoreChange[]
+  /** Runs after the commit and the memory changes, in this process only. */
   afterCommit?: () => void
   result: T
 }
@@ -27,54 +24,73 @@ export interface WriteOutcome<T> {
   result: T
 }
 
+/** How often a write whose COMMIT went unanswered asks whether it landed, and for how long. */
+const SETTLE_RETRY_MS = 250
+
 /**
- * The one path every write takes: its rows, its audit entries and the
- * revision bump in one transaction; then, only after the commit, the same
- * change in memory. Writes of this process run one at a time, so memory sees
- * them in commit order (the revision row lock orders them in the database).
+ * The one path every write takes: its rows, its audit entries, the revision
+ * bump and its change-feed row in one transaction; then, only after the
+ * commit, the same changes in memory. Writes of this process run one at a
+ * time; the revision row lock orders them with every other replica's.
  */
 export class WriteQueue {
   private tail: Promise<unknown> = Promise.resolve()
 
   constructor(
     private readonly db: Database,
-    private readonly engine: PermissionEngine,
-    private readonly reloadState: () => Promise<void>,
+    private readonly replica: Replica,
+    private readonly settleWindowMs = 5000,
   ) {}
 
   run<T>(work: (tx: Queryable) => Promise<PlannedWrite<T>>): Promise<WriteOutcome<T>> {
-    return this.exclusive(() => this.execute(work))
-  }
-
-  /** Runs `task` with no write of this process in flight (a full reload must not miss a concurrent write). */
-  exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(task)
+    const next = this.tail.then(() => this.execute(work))
     this.tail = next.catch(() => undefined)
     return next
   }
 
   private async execute<T>(work: (tx: Queryable) => Promise<PlannedWrite<T>>): Promise<WriteOutcome<T>> {
-    const { planned, revision } = await this.db.transaction(async (tx) => {
-      const planned = await work(tx)
-      if (!planned.changed) return { planned, revision: await currentRevision(tx) }
-      const revision = await bumpRevision(tx)
-      for (const entry of planned.audit) await insertAudit(tx, entry)
-      return { planned, revision }
-    })
-    if (planned.changed) await this.applyInMemory(planned.memory)
+    const writeId = randomUUID()
+    let attempted: { planned: PlannedWrite<T>; revision: number } | null = null
+    let outcome: { planned: PlannedWrite<T>; revision: number }
+    try {
+      outcome = await this.db.transaction(async (tx) => {
+        const planned = await work(tx)
+        if (!planned.changed) return { planned, revision: await currentRevision(tx) }
+        const revision = await bumpRevision(tx)
+        for (const entry of planned.audit) await insertAudit(tx, entry)
+        await recordChange(tx, revision, writeId, planned.changes)
+        attempted = { planned, revision }
+        return attempted
+      })
+    } catch (error) {
+      if (!(error instanceof StorageUnavailableError) || error.inDoubtUntil === null || attempted === null) throw error
+      // The COMMIT went out and no answer came back: find out whether it landed before answering.
+      if (!(await this.settle(writeId, error.inDoubtUntil))) throw error
+      outcome = attempted
+    }
+    const { planned, revision } = outcome
+    if (planned.changed) await this.replica.applyCommitted(revision, planned.changes)
     planned.afterCommit?.()
     return { changed: planned.changed, revision, result: planned.result }
   }
 
-  private async applyInMemory(changes: MemoryChange[]): Promise<void> {
-    try {
-      for (const change of changes) {
-        if (change.op === 'add') await this.engine.addRule(change.ptype, change.values)
-        else await this.engine.removeRule(change.ptype, change.values)
+  /**
+   * After `until` the server can no longer commit the write (its commit guard
+   * refuses): from then on its change-feed row says for good whether it did.
+   * False when it did not, or when the database stays out of reach.
+   */
+  private async settle(writeId: string, until: number): Promise<boolean> {
+    await sleep(Math.max(0, until - Date.now()))
+    const giveUp = Date.now() + this.settleWindowMs
+    for (;;) {
+      try {
+        return (await writeCommitted(this.db, writeId)) !== null
+      } catch {
+        if (Date.now() >= giveUp) return false
+        await sleep(SETTLE_RETRY_MS)
       }
-    } catch {
-      // The rows are committed; memory must follow them even if an in-place change failed.
-      await this.reloadState()
     }
   }
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

@@ -120,6 +120,11 @@ export class PermissionEngine {
     this.catalog = PermissionEngine.catalogMap(entries)
   }
 
+  setRootRole(code: string, isRoot: boolean): void {
+    if (isRoot) this.rootRoles.add(code)
+    else this.rootRoles.delete(code)
+  }
+
   /** Casbin alone (a linear scan of the policy): for the differential test and tools, never on a request path. */
   enforce(subjectId: string, domain: string, obj: string, act: string): boolean {
     return this.snapshot.enforcer.enforceSync(subjectId, domain, obj, act)

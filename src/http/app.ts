@@ -11,6 +11,7 @@ import { createLocalizer } from './i18n/index.js'
 import authentication from './plugins/authentication.js'
 import authorization from './plugins/authorization.js'
 import locale from './plugins/locale.js'
+import revision from './plugins/revision.js'
 import { accountRoutes } from './routes/accounts.js'
 import { authRoutes } from './routes/auth.js'
 import { authzRoutes } from './routes/authz.js'
@@ -61,10 +62,18 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     throw new ServiceError('ROUTE_NOT_FOUND', { method: request.method, url: request.url.split('?')[0] ?? '' })
   })
 
-  await fastify.register(healthRoutes, { ready: service.ready })
+  // Every answer says which revision of the store this replica's memory reflects (callback style: no promise per request).
+  const { replica } = service
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    reply.header('x-policy-revision', replica.revisionText)
+    done(null, payload)
+  })
+
+  await fastify.register(healthRoutes, { readiness: service.readiness })
   await fastify.register(async (api) => {
     const typed = api.withTypeProvider<TypeBoxTypeProvider>()
     await typed.register(authentication, { config: service.config, accounts: service.accounts })
+    await typed.register(revision, { replica, waitMs: service.config.replication.minRevisionWaitMs })
     await typed.register(authorization, { engine: service.engine })
     await typed.register(authRoutes, {
       login: { db: service.db, passwords: service.passwords, tokens: service.tokens },

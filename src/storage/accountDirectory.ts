@@ -11,13 +11,15 @@ const uuid = new RegExp(UUID_PATTERN)
  * account made by another process) is read once from the store.
  */
 export class AccountDirectory {
-  private readonly byId = new Map<string, Account>()
+  private byId = new Map<string, Account>()
 
   constructor(private readonly db: Queryable) {}
 
-  async load(): Promise<void> {
-    this.byId.clear()
-    for await (const account of iterateAccounts(this.db)) this.byId.set(account.id, account)
+  /** Reads every account (from `q`, e.g. a snapshot) and swaps them in at once. */
+  async load(q: Queryable = this.db): Promise<void> {
+    const loaded = new Map<string, Account>()
+    for await (const account of iterateAccounts(q)) loaded.set(account.id, account)
+    this.byId = loaded
   }
 
   peek(id: string): Account | undefined {

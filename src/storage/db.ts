@@ -16,10 +16,28 @@ export interface Queryable {
   exec(script: string): Promise<void>
 }
 
+export interface TransactionOptions {
+  /** The whole transaction commits within this many ms or not at all (default: the statement timeout). */
+  budgetMs?: number | null
+}
+
+/** A LISTEN on a connection of its own. */
+export interface Subscription {
+  /** Settles when the connection ends: with its error, or null when closed. */
+  ended: Promise<Error | null>
+  /** A round trip on the listening connection: a silent partition shows up here as a timeout. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite'
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>
+  /** Runs `work` reading one consistent snapshot (repeatable read, read only): for full loads. */
+  snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T>
+  /** Notifications on `channel` (PostgreSQL only: the embedded store serves one process). */
+  listen?(channel: string, onNotify: (payload: string) => void): Promise<Subscription>
   close(): Promise<void>
 }
 

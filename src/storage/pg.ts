@@ -1,5 +1,14 @@
 import pg from 'pg'
-import type { Database, QueryResult, Queryable, Row } from './db.js'
+import {
+  StorageUnavailableError,
+  isStorageUnavailable,
+  type Database,
+  type QueryResult,
+  type Queryable,
+  type Row,
+  type Subscription,
+  type TransactionOptions,
+} from './db.js'
 
 export interface PostgresOptions {
   url: string
@@ -7,47 +16,177 @@ export interface PostgresOptions {
   schema?: string
   max?: number
   onIdleError?: (error: Error) => void
+  /** Connecting, and waiting for a free pooled connection, give up after this long. */
+  connectTimeoutMs?: number
+  /**
+   * A statement gives up after this long (server-side, and client-side one
+   * second later for a server that went silent), and so does a whole write
+   * transaction: it commits within this budget or not at all.
+   */
+  statementTimeoutMs?: number
 }
+
+interface PgTarget {
+  query(text: string, params?: unknown[]): Promise<pg.QueryResult>
+}
+
+/** One statement; a connection-level failure becomes StorageUnavailableError, anything else stays as it is. */
+async function send<R>(target: PgTarget, text: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+  try {
+    const result = await target.query(text, params as unknown[])
+    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 }
+  } catch (error) {
+    throw isStorageUnavailable(error) ? new StorageUnavailableError(error) : error
+  }
+}
+
+function queryableOf(client: pg.PoolClient): Queryable {
+  return {
+    query: <R = Row>(text: string, params?: readonly unknown[]) => send<R>(client, text, params),
+    async exec(script: string) {
+      await send(client, script)
+    },
+  }
+}
+
+/** How the service's connections appear in pg_stat_activity (with the schema, when it is not the default). */
+const APPLICATION_NAME = 'admin-permission-service'
+
+/** Margin for the server's clock running a little ahead of ours while a COMMIT may still land. */
+const COMMIT_CLOCK_MARGIN_MS = 50
 
 class PostgresDatabase implements Database {
   readonly kind = 'postgres' as const
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly clientConfig: pg.ClientConfig,
+    private readonly writeBudgetMs: number | null,
+  ) {}
 
-  async query<R = Row>(text: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-    const result = await this.pool.query(text, params as unknown[])
-    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 }
+  query<R = Row>(text: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+    return send<R>(this.pool, text, params)
   }
 
   async exec(script: string): Promise<void> {
-    await this.pool.query(script)
+    await send(this.pool, script)
   }
 
-  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect()
-    const tx: Queryable = {
-      async query<R = Row>(text: string, params: readonly unknown[] = []) {
-        const result = await client.query(text, params as unknown[])
-        return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 }
-      },
-      async exec(script: string) {
-        await client.query(script)
+  private async checkout(): Promise<{ client: pg.PoolClient; failed: () => boolean; release: (destroy: boolean) => void }> {
+    let client: pg.PoolClient
+    try {
+      client = await this.pool.connect()
+    } catch (error) {
+      throw new StorageUnavailableError(error)
+    }
+    // A checked-out client has no listener of the pool's: without this one, a
+    // connection dropped between two statements is an unhandled 'error' event
+    // and takes the process down.
+    let failure: Error | null = null
+    const onError = (error: Error) => {
+      failure = error
+    }
+    client.on('error', onError)
+    return {
+      client,
+      failed: () => failure !== null,
+      release: (destroy) => {
+        client.removeListener('error', onError)
+        client.release(destroy || failure !== null)
       },
     }
-    let broken = false
+  }
+
+  async transaction<T>(work: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const budget = options.budgetMs ?? this.writeBudgetMs
+    const deadline = budget === null ? null : Date.now() + budget
+    const { client, failed, release } = await this.checkout()
+    let destroy = false
     try {
-      await client.query('BEGIN')
-      const value = await work(tx)
-      await client.query('COMMIT')
+      await send(client, 'BEGIN')
+      const beganAt = Date.now()
+      const value = await work(queryableOf(client))
+      if (deadline === null) {
+        await send(client, 'COMMIT')
+        return value
+      }
+      // The server may commit only while our deadline has not passed: it
+      // counts from its own transaction start, which came before `beganAt`.
+      const serverBudget = deadline - beganAt
+      if (Date.now() >= deadline || serverBudget <= 0) {
+        throw new StorageUnavailableError(new Error('the write did not finish within its time budget'))
+      }
+      try {
+        await send(client, `SELECT commit_deadline_guard(${Math.floor(serverBudget)}); COMMIT`)
+      } catch (error) {
+        if (error instanceof StorageUnavailableError) {
+          destroy = true
+          throw new StorageUnavailableError(error.cause, deadline + COMMIT_CLOCK_MARGIN_MS)
+        }
+        throw error
+      }
       return value
     } catch (error) {
-      try {
-        await client.query('ROLLBACK')
-      } catch {
-        broken = true
+      if (!destroy && !failed()) {
+        try {
+          await client.query('ROLLBACK')
+        } catch {
+          destroy = true
+        }
       }
+      if (isStorageUnavailable(error)) destroy = true
       throw error
     } finally {
-      client.release(broken)
+      release(destroy)
+    }
+  }
+
+  async snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const { client, release } = await this.checkout()
+    let destroy = false
+    try {
+      await send(client, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      const value = await work(queryableOf(client))
+      await send(client, 'COMMIT')
+      return value
+    } catch (error) {
+      destroy = true
+      throw error
+    } finally {
+      release(destroy)
+    }
+  }
+
+  async listen(channel: string, onNotify: (payload: string) => void): Promise<Subscription> {
+    // Named apart from the pool's connections, so an operator (or a test) can tell the listener in pg_stat_activity.
+    const client = new pg.Client({ ...this.clientConfig, application_name: `${this.clientConfig.application_name ?? APPLICATION_NAME}:feed`.slice(-63) })
+    let settle: (error: Error | null) => void = () => undefined
+    const ended = new Promise<Error | null>((resolve) => {
+      settle = resolve
+    })
+    client.on('error', (error) => {
+      settle(error)
+      client.end().catch(() => undefined)
+    })
+    client.on('end', () => settle(null))
+    client.on('notification', (message) => {
+      if (message.channel === channel && message.payload !== undefined) onNotify(message.payload)
+    })
+    try {
+      await client.connect()
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+    } catch (error) {
+      client.end().catch(() => undefined)
+      throw new StorageUnavailableError(error)
+    }
+    return {
+      ended,
+      ping: async () => {
+        await send(client, 'SELECT 1')
+      },
+      close: async () => {
+        settle(null)
+        await client.end().catch(() => undefined)
+      },
     }
   }
 
@@ -60,14 +199,34 @@ class PostgresDatabase implements Database {
   }
 }
 
+function nameInUrl(url: string): string | null {
+  try {
+    return new URL(url).searchParams.get('application_name')
+  } catch {
+    return null
+  }
+}
+
 export function openPostgres(options: PostgresOptions): Database {
-  const pool = new pg.Pool({
+  const statementTimeout = options.statementTimeoutMs
+  const clientConfig: pg.ClientConfig = {
     connectionString: options.url,
-    max: options.max ?? 10,
+    keepAlive: true,
+    application_name: nameInUrl(options.url) ?? (options.schema !== undefined ? `${APPLICATION_NAME}:${options.schema}` : APPLICATION_NAME),
     ...(options.schema !== undefined ? { options: `-c search_path=${options.schema}` } : {}),
-  })
+    ...(options.connectTimeoutMs !== undefined ? { connectionTimeoutMillis: options.connectTimeoutMs } : {}),
+    ...(statementTimeout !== undefined
+      ? {
+          statement_timeout: statementTimeout,
+          // The server's own timeout cannot fire across a partition: ours does, a little later.
+          query_timeout: statementTimeout + 1000,
+          idle_in_transaction_session_timeout: statementTimeout * 2,
+        }
+      : {}),
+  }
+  const pool = new pg.Pool({ ...clientConfig, max: options.max ?? 10 })
   // An idle connection dropped by the server must not crash the process; the
   // pool replaces it on the next checkout.
   pool.on('error', (error) => options.onIdleError?.(error))
-  return new PostgresDatabase(pool)
+  return new PostgresDatabase(pool, clientConfig, statementTimeout ?? null)
 }

@@ -110,6 +110,11 @@ class PGliteDatabase implements Database {
     return this.pglite.transaction((tx) => work(adapt(tx)))
   }
 
+  /** One connection: nothing else runs meanwhile, so any transaction is a consistent snapshot. */
+  snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.pglite.transaction((tx) => work(adapt(tx)))
+  }
+
   async close(): Promise<void> {
     try {
       if (!this.pglite.closed) await this.pglite.close()

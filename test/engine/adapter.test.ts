@@ -554,7 +554,7 @@ t.test('the storage adapter', async (t) => {
         }
         t.equal(await count(admin, 'SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])', [pids]), 0, 'the server ended them')
 
-        t.equal(await service.ready(), true, 'the next query works')
+        t.equal((await service.readiness()) === 'ready', true, 'the next query works')
         const fresh = await service.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
         t.notOk(
           killed.some((r) => r.pid === fresh.rows[0]?.pid),

@@ -97,6 +97,7 @@ t.test('replicas starting together migrate, sync the catalog and bootstrap once'
   const others = backend === 'postgres' ? [secondConnection(t, db), secondConnection(t, db)] : [db, db]
   const config = testConfig()
   const services = await Promise.all([db, ...others].map((d) => buildService(config, { db: d, skipFirstAdmin: true })))
+  t.teardown(() => Promise.all(services.map((s) => s.close())))
   t.equal(services.length, 3, 'every start succeeded')
   t.ok(services.every((s) => s.engine.isActive('admin', 'register')), 'every replica sees the catalog')
 

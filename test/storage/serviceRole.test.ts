@@ -14,6 +14,7 @@ export function serviceRoleGrants(schema: string, role: string): string[] {
     `GRANT SELECT, UPDATE ON ${schema}.store_revision TO ${role}`,
     `GRANT SELECT ON ${schema}.schema_migrations TO ${role}`,
     `GRANT SELECT, INSERT ON ${schema}.permission_audit TO ${role}`,
+    `GRANT SELECT, INSERT, DELETE ON ${schema}.store_changes TO ${role}`,
     `GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${role}`,
   ]
 }
@@ -42,6 +43,7 @@ t.test('the service runs as a role that may only insert and read audit rows', as
   t.teardown(() => limited.close())
 
   const service = await buildService(testConfig({ DATABASE_URL: url.toString() }), { db: limited, skipFirstAdmin: true })
+  t.teardown(() => service.close())
   const root = await service.db.query<{ id: string }>("SELECT id::text AS id FROM admin_accounts WHERE sub_role_code = 'super_admin'")
   const account = await service.accounts.get(root.rows[0]?.id ?? '')
   t.ok(account, 'bootstrap and catalog sync worked with the limited role')

@@ -7,7 +7,7 @@ import { registerAdmin } from '../../commands/registerAdmin.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, CommandBody, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../schemas/common.js'
+import { CommandBody, CreatedAccount, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../schemas/common.js'
 
 const RegisterBody = CommandBody(
   'register-admin',
@@ -45,7 +45,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: RegisterBody,
-        response: responses(201, Account, [404, 409, 413, 415]),
+        response: responses(201, CreatedAccount, [404, 409, 413, 415]),
       },
     },
     async (request, reply) => {
@@ -64,7 +64,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: OnboardBody,
-        response: responses(201, Account, [409, 413, 415]),
+        response: responses(201, CreatedAccount, [409, 413, 415]),
       },
     },
     async (request, reply) => {

@@ -3,15 +3,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Act, CommandBody, Domain, Lang, Obj, UserId, bearer, responses } from '../schemas/common.js'
+import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../schemas/common.js'
 import { CheckResultItem } from '../schemas/permissions.js'
 
-const CheckQuery = Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId), lang: Lang })
+const CheckQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId) })
 const BatchBody = CommandBody(
   'check-batch',
   Type.Object(
     {
       user_id: Type.Optional(UserId),
+      min_revision: MinRevision,
       checks: Type.Array(Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false }), {
         minItems: 1,
         maxItems: 100,
@@ -30,6 +31,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<{ ctx: CheckContext }> = asy
   app.get(
     '/v2/authz/check',
     {
+      config: { failClosedWhenStale: true },
       schema: {
         tags: ['authz'],
         summary: 'May this user do obj:act in this domain?',
@@ -48,6 +50,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<{ ctx: CheckContext }> = asy
   app.post(
     '/v2/authz/check-batch',
     {
+      config: { failClosedWhenStale: true, minRevisionInBody: true },
       schema: {
         tags: ['authz'],
         summary: 'check-batch: up to 100 checks for one subject, in request order',

@@ -6,7 +6,10 @@ import { SuccessEnvelope } from '../schemas/common.js'
 
 const Status = SuccessEnvelope(Type.Object({ status: Type.String() }))
 
-export const healthRoutes: FastifyPluginAsyncTypebox<{ ready: () => Promise<boolean> }> = async (app, { ready }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ readiness: () => Promise<'ready' | 'unavailable' | 'stale'> }> = async (
+  app,
+  { readiness },
+) => {
   app.get(
     '/healthz',
     { config: { public: true }, schema: { tags: ['health'], summary: 'The process is up', response: { 200: Status } } },
@@ -16,10 +19,12 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ready: () => Promise<bool
     '/readyz',
     {
       config: { public: true },
-      schema: { tags: ['health'], summary: 'The database answers and the policy is loaded', response: { 200: Status, 503: Type.Ref('ErrorEnvelope') } },
+      schema: { tags: ['health'], summary: 'The database answers and the policy is loaded and confirmed current', response: { 200: Status, 503: Type.Ref('ErrorEnvelope') } },
     },
     async () => {
-      if (!(await ready())) throw new ServiceError('NOT_READY')
+      const state = await readiness()
+      if (state === 'unavailable') throw new ServiceError('NOT_READY')
+      if (state === 'stale') throw new ServiceError('POLICY_STALE')
       return success({ status: 'ready' })
     },
   )

@@ -8,7 +8,7 @@ import { revokeUserPermission, setUserPermission } from '../../commands/userOver
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Domain, Lang, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
+import { Domain, Lang, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
 import {
   AuditItem,
   AuditQuery,
@@ -23,7 +23,7 @@ import {
 const RoleParams = Type.Object({ subRoleCode: SubRoleCode })
 const UserParams = Type.Object({ userId: UserId })
 const LangQuery = Type.Object({ lang: Lang })
-const DomainQuery = Type.Object({ domain: Type.Optional(Domain), lang: Lang })
+const DomainQuery = ReadQuery({ domain: Type.Optional(Domain) })
 
 export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
   const roleCommand = (name: string, summary: string) => ({
@@ -79,7 +79,7 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
         tags: ['permissions'],
         summary: 'get-permission-catalog',
         security: bearer,
-        querystring: LangQuery,
+        querystring: ReadQuery(),
         response: responses(200, Type.Object({ items: Type.Array(CatalogItem) })),
       },
     },

@@ -4,7 +4,7 @@ import { getOwnPermissions } from '../../commands/permissionQueries.js'
 import type { PermissionEngine } from '../../engine/engine.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, Domain, Lang, bearer, responses } from '../schemas/common.js'
+import { Account, Domain, ReadQuery, bearer, responses } from '../schemas/common.js'
 import { UserPermissionsData } from '../schemas/permissions.js'
 
 export const profileRoutes: FastifyPluginAsyncTypebox<{ engine: PermissionEngine }> = async (app, { engine }) => {
@@ -15,7 +15,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ engine: PermissionEngine
         tags: ['profile'],
         summary: "The caller's own account",
         security: bearer,
-        querystring: Type.Object({ lang: Lang }),
+        querystring: ReadQuery(),
         response: responses(200, Account),
       },
     },
@@ -28,7 +28,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ engine: PermissionEngine
         tags: ['profile'],
         summary: "The caller's own effective permissions",
         security: bearer,
-        querystring: Type.Object({ domain: Type.Optional(Domain), lang: Lang }),
+        querystring: ReadQuery({ domain: Type.Optional(Domain) }),
         response: responses(200, UserPermissionsData),
       },
     },

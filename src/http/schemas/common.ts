@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type TProperties, type TSchema } from '@sinclair/typebox'
 import {
   DOMAIN_PATTERN,
   MERCHANT_ID_PATTERN,
@@ -23,6 +23,16 @@ export const PrincipalTypeSchema = Type.Union(PRINCIPAL_TYPES.map((p) => Type.Li
 
 export const Lang = Type.Optional(Type.String({ maxLength: 35, description: 'Response locale; wins over Accept-Language' }))
 
+/** Read your writes: answer only once this replica has applied at least this revision (503 `902` after a bounded wait). */
+export const MinRevision = Type.Optional(
+  Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Answer only from a replica at this revision or later' }),
+)
+
+/** The query string of a read: `lang`, `min_revision` and the route's own parameters. */
+export function ReadQuery<T extends TProperties>(properties: T = {} as T) {
+  return Type.Object({ ...properties, lang: Lang, min_revision: MinRevision })
+}
+
 /** A command body: `{ command: <name>, data: {...} }`. */
 export function CommandBody<T extends TSchema>(name: string, data: T, example: Record<string, unknown>) {
   return Type.Object(
@@ -42,6 +52,9 @@ export const Account = Type.Object({
   parent_role: Type.Union([PrincipalTypeSchema, Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
 })
+
+/** A registration's or onboarding's answer: the account and the store's revision after the write. */
+export const CreatedAccount = Type.Composite([Account, Type.Object({ revision: Type.Integer() })])
 
 export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() })
 

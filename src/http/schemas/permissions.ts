@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../../domain/audit.js'
-import { Act, CommandBody, Domain, Lang, Obj } from './common.js'
+import { Act, CommandBody, Domain, Lang, MinRevision, Obj } from './common.js'
 
 export const PairData = Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false })
 const pairExample = { obj: 'orders', act: 'refund', domain: 'm-1001' }
@@ -69,6 +69,7 @@ export const AuditQuery = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
   lang: Lang,
+  min_revision: MinRevision,
 })
 
 export const AuditItem = Type.Object({

@@ -1,0 +1,237 @@
+import type { StoreChange } from '../domain/changes.js'
+import type { Account } from '../domain/principals.js'
+import type { EngineState, PermissionEngine } from '../engine/engine.js'
+import type { AccountDirectory } from '../storage/accountDirectory.js'
+import { readChangesAfter } from '../storage/changes.js'
+import type { Database, Queryable } from '../storage/db.js'
+import { currentRevision } from '../storage/revision.js'
+
+export interface ReplicaLogger {
+  info(obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+}
+
+export interface ReplicaOptions {
+  /** Past this long without confirming the revision against the database, the replica counts as stale. */
+  maxStalenessMs: number
+  log?: ReplicaLogger
+  now?: () => number
+}
+
+/** Changes read from the feed per query while catching up. */
+const CATCH_UP_PAGE = 1000
+
+interface Waiter {
+  revision: number
+  done: (reached: boolean) => void
+}
+
+/**
+ * What this process's memory reflects of the store, and the one place that
+ * changes it: its own writes after their commit, and every other replica's
+ * writes read from the change feed, applied in revision order. A gap (the
+ * feed pruned past us) or a failure to apply falls back to a full reload from
+ * one consistent snapshot. Everything runs one task at a time, so memory moves
+ * from one revision to the next and never applies two changes at once.
+ */
+export class Replica {
+  private applied: number
+  private appliedText: string
+  private confirmedAt: number
+  private tail: Promise<unknown> = Promise.resolve()
+  private queuedSync: Promise<void> | null = null
+  private waiters: Waiter[] = []
+  private readonly now: () => number
+
+  constructor(
+    private readonly db: Database,
+    private readonly engine: PermissionEngine,
+    private readonly accounts: AccountDirectory,
+    private readonly engineState: (q: Queryable) => Promise<EngineState>,
+    revision: number,
+    private readonly options: ReplicaOptions,
+  ) {
+    this.now = options.now ?? Date.now
+    this.applied = revision
+    this.appliedText = String(revision)
+    this.confirmedAt = this.now()
+  }
+
+  /** The revision memory reflects: every answer carries it (`x-policy-revision`). */
+  get revision(): number {
+    return this.applied
+  }
+
+  get revisionText(): string {
+    return this.appliedText
+  }
+
+  /** Whether the revision has gone unconfirmed against the database for longer than the bound (fail closed). */
+  isStale(): boolean {
+    return this.now() - this.confirmedAt > this.options.maxStalenessMs
+  }
+
+  /** Milliseconds since the revision was last confirmed against the database. */
+  get lagMs(): number {
+    return this.now() - this.confirmedAt
+  }
+
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(task)
+    this.tail = next.catch(() => undefined)
+    return next
+  }
+
+  /** This process's own write, right after its commit at `revision`. */
+  applyCommitted(revision: number, changes: readonly StoreChange[]): Promise<void> {
+    return this.exclusive(async () => {
+      if (revision <= this.applied) return
+      if (revision === this.applied + 1) {
+        await this.applyOrReload(revision, changes)
+        return
+      }
+      // Other replicas' commits came first: read them from the feed, ours comes with them.
+      try {
+        await this.catchUp()
+      } catch (error) {
+        this.options.log?.warn({ err: error, revision }, 'could not read the change feed after a write; applying the write alone for now')
+      }
+      if (revision <= this.applied) return
+      // The feed is out of reach: apply our own write so this process reads it
+      // (every change is absolute), without claiming the revisions in between.
+      try {
+        await this.applyChanges(changes)
+      } catch {
+        // The next sync replays the feed over it, or reloads.
+      }
+      void this.sync().catch(() => undefined)
+    })
+  }
+
+  /**
+   * Reads the feed up to the database's current revision and applies it, then
+   * counts the revision as confirmed. Calls made while one is queued share it.
+   */
+  sync(): Promise<void> {
+    if (this.queuedSync !== null) return this.queuedSync
+    const queued = this.exclusive(async () => {
+      this.queuedSync = null
+      await this.catchUp()
+    })
+    this.queuedSync = queued
+    return queued
+  }
+
+  /** Loads everything again from one snapshot (tests, operators, and the fallback on a gap). */
+  reload(): Promise<void> {
+    return this.exclusive(() => this.reloadNow())
+  }
+
+  /** Runs `task` with memory not moving meanwhile. */
+  hold<T>(task: () => Promise<T>): Promise<T> {
+    return this.exclusive(task)
+  }
+
+  /**
+   * Resolves true once memory reflects `revision`, false after `timeoutMs`
+   * (read-your-writes: a reader asks for at least the revision its write got).
+   */
+  waitFor(revision: number, timeoutMs: number): Promise<boolean> {
+    if (this.applied >= revision) return Promise.resolve(true)
+    // The notification may not have arrived yet: ask the feed now.
+    void this.sync().catch(() => undefined)
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        revision,
+        done: (reached) => {
+          clearTimeout(timer)
+          this.waiters = this.waiters.filter((w) => w !== waiter)
+          resolve(reached)
+        },
+      }
+      const timer = setTimeout(() => waiter.done(false), timeoutMs)
+      this.waiters.push(waiter)
+    })
+  }
+
+  /** Ends every wait (shutdown). */
+  stop(): void {
+    for (const waiter of [...this.waiters]) waiter.done(false)
+  }
+
+  private setApplied(revision: number): void {
+    this.applied = revision
+    this.appliedText = String(revision)
+    if (this.waiters.length === 0) return
+    for (const waiter of this.waiters.filter((w) => w.revision <= revision)) waiter.done(true)
+  }
+
+  private async catchUp(): Promise<void> {
+    const head = await currentRevision(this.db)
+    while (this.applied < head) {
+      const rows = await readChangesAfter(this.db, this.applied, CATCH_UP_PAGE)
+      if (rows[0]?.revision !== this.applied + 1) {
+        this.options.log?.warn({ revision: this.applied, head }, 'the change feed no longer holds the next revision: reloading the whole policy')
+        await this.reloadNow()
+        return
+      }
+      for (const row of rows) {
+        if (row.revision !== this.applied + 1) break
+        if (!(await this.applyOrReload(row.revision, row.changes))) return
+      }
+    }
+    this.confirmedAt = this.now()
+  }
+
+  /** Applies one revision's changes; on a failure reloads everything (memory must follow the committed rows). */
+  private async applyOrReload(revision: number, changes: readonly StoreChange[]): Promise<boolean> {
+    try {
+      await this.applyChanges(changes)
+      this.setApplied(revision)
+      return true
+    } catch (error) {
+      this.options.log?.warn({ err: error, revision }, 'applying a change in memory failed: reloading the whole policy')
+      await this.reloadNow()
+      return false
+    }
+  }
+
+  private async applyChanges(changes: readonly StoreChange[]): Promise<void> {
+    for (const change of changes) {
+      switch (change.kind) {
+        case 'rule':
+          if (change.op === 'add') await this.engine.addRule(change.ptype, change.values)
+          else await this.engine.removeRule(change.ptype, change.values)
+          break
+        case 'account':
+          this.accounts.put(reviveAccount(change.account))
+          break
+        case 'catalog':
+          this.engine.replaceCatalog(change.entries)
+          break
+        case 'sub_role':
+          this.engine.setRootRole(change.code, change.is_root)
+          break
+        case 'merchant':
+          // Merchants are read from the database where they matter; nothing in memory.
+          break
+      }
+    }
+  }
+
+  private async reloadNow(): Promise<void> {
+    const revision = await this.db.snapshot(async (tx) => {
+      const revision = await currentRevision(tx)
+      await this.engine.reload(tx, await this.engineState(tx))
+      await this.accounts.load(tx)
+      return revision
+    })
+    this.setApplied(revision)
+    this.confirmedAt = this.now()
+  }
+}
+
+/** Accounts from the feed went through JSON: their time is text again. */
+function reviveAccount(account: Account): Account {
+  return typeof account.created_at === 'string' ? { ...account, created_at: new Date(account.created_at) } : account
+}

@@ -1,0 +1,19 @@
+import type { CatalogEntry } from './permissions.js'
+import type { Account } from './principals.js'
+
+/**
+ * What one committed write changed, as every replica applies it to memory:
+ * the same list is applied by the writer after its commit and, read from the
+ * change feed, by every other replica. Each change sets a state absolutely
+ * (a row is there or not, an account is this), so applying a suffix of the
+ * feed again over a newer state still ends in the right state.
+ */
+export type StoreChange =
+  | { kind: 'rule'; op: 'add' | 'remove'; ptype: 'p' | 'g'; values: string[] }
+  | { kind: 'account'; account: Account }
+  | { kind: 'catalog'; entries: CatalogEntry[] }
+  | { kind: 'sub_role'; code: string; is_root: boolean }
+  | { kind: 'merchant'; id: string }
+
+export const ruleAdded = (ptype: 'p' | 'g', values: string[]): StoreChange => ({ kind: 'rule', op: 'add', ptype, values })
+export const ruleRemoved = (ptype: 'p' | 'g', values: string[]): StoreChange => ({ kind: 'rule', op: 'remove', ptype, values })

@@ -1,0 +1,66 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Replica } from '../../commands/replica.js'
+import { ServiceError } from '../../domain/errors.js'
+import { asArray } from './authentication.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A decision route: answers 503 `903` rather than from a policy it cannot confirm is current. */
+    failClosedWhenStale?: boolean
+    /** The route reads `min_revision` from its command's `data` rather than from the query string. */
+    minRevisionInBody?: boolean
+  }
+}
+
+export interface RevisionOptions {
+  replica: Replica
+  /** How long a read waits for `min_revision` before 503 `902`. */
+  waitMs: number
+}
+
+const WHOLE_NUMBER = /^\d{1,15}$/
+
+/**
+ * Read your writes and fail closed, per route, attached when each route is
+ * declared: every GET under /v2 waits (boundedly) for its `min_revision`,
+ * after authentication and before the route's permission is checked, so the
+ * guard also decides on a policy at least that new; decision routes refuse
+ * to answer from a policy gone unconfirmed for too long.
+ */
+const revisionPlugin: FastifyPluginAsync<RevisionOptions> = async (app, { replica, waitMs }) => {
+  const awaitRevision = (min: number, done: HookHandlerDoneFunction): void => {
+    if (min <= replica.revision) return done()
+    replica.waitFor(min, waitMs).then(
+      (reached) => done(reached ? undefined : new ServiceError('REVISION_NOT_REACHED', { min_revision: min, revision: replica.revision })),
+      done,
+    )
+  }
+
+  // The query string is not validated yet at this point: a malformed value is left for validation to refuse.
+  const fromQuery = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    const raw = (request.query as Record<string, unknown> | undefined)?.min_revision
+    if (typeof raw !== 'string' || !WHOLE_NUMBER.test(raw)) return done()
+    awaitRevision(Number(raw), done)
+  }
+
+  const fromBody = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    const min = (request.body as { data?: { min_revision?: unknown } } | undefined)?.data?.min_revision
+    if (typeof min !== 'number') return done()
+    awaitRevision(min, done)
+  }
+
+  const failClosed = (_request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    done(replica.isStale() ? new ServiceError('POLICY_STALE') : undefined)
+  }
+
+  app.addHook('onRoute', (route) => {
+    if (route.config?.public === true) return
+    if (route.config?.failClosedWhenStale === true) route.onRequest = [...asArray(route.onRequest), failClosed]
+    const reads = asArray(route.method).some((m) => m === 'GET' || m === 'HEAD')
+    if (reads && route.url.startsWith('/v2/')) route.onRequest = [...asArray(route.onRequest), fromQuery]
+    if (route.config?.minRevisionInBody === true) route.preHandler = [...asArray(route.preHandler), fromBody]
+  })
+}
+
+export default fp(revisionPlugin, { fastify: '5.x', name: 'revision', dependencies: ['authentication'] })
