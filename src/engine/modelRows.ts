@@ -18,14 +18,37 @@ import type { Model } from 'casbin'
 
 /** Slots per row at most (load factor 1/2), so a missing row ends its probe after a couple of slots. */
 const MAX_LOAD = 2
-/** Below one row per eight slots the table is rebuilt smaller: a policy that shrank does not keep its peak size. */
+/** Below one row per eight slots a part is rebuilt smaller: a policy that shrank does not keep its peak size. */
 const MIN_LOAD = 8
-const MIN_SLOTS = 16
+/**
+ * The table is split by hash into this many parts, each growing on its own:
+ * growing moves one part's entries (about 4,000 at a million rules) instead
+ * of the whole table at once, which stalled an add for about 70 ms.
+ */
+const PARTS = 256
+/** The hash has 30 bits: the top 8 pick the part, the low 22 the slot in it. */
+const PART_SHIFT = 22
+const LOW_BITS = 2 ** PART_SHIFT
+const LOW_MASK = LOW_BITS - 1
+/** Shared by every part that holds no row yet; never written, since a part grows before its first row goes in. */
+const EMPTY_PART: readonly number[] = Object.freeze([0])
+
+/**
+ * A slot holds the row's position plus one, times 2^22, plus the low 22 bits
+ * of the row's hash: one integer below 2^53, which V8 keeps unboxed in an
+ * array of doubles (8 bytes a slot). With the hash bits at hand, probing
+ * skips most rows without reading them, and moving entries (growing, or
+ * closing a hole) never reads a row: rows lie scattered over the heap, and
+ * reading thousands of them made growing a part cost milliseconds.
+ */
+const entryOf = (pos: number, hash: number): number => (pos + 1) * LOW_BITS + (hash & LOW_MASK)
+const positionOf = (entry: number): number => Math.floor(entry / LOW_BITS) - 1
+// ToInt32 keeps an integer's low 32 bits exactly, so this reads the stored hash bits.
+const hashBitsOf = (entry: number): number => (entry | 0) & LOW_MASK
 
 /**
  * FNV-1a over every field with a separator between fields, then a final mix
- * so the low bits (which pick the slot) depend on every character. Kept to 30
- * bits so the value is a small integer V8 stores unboxed in a plain array.
+ * so the low bits (which pick the slot) depend on every character.
  */
 function hashRow(values: readonly string[]): number {
   let h = 0x811c9dc5
@@ -49,90 +72,105 @@ function sameRow(row: readonly string[], values: readonly string[]): boolean {
 }
 
 function slotCount(rows: number): number {
-  let slots = MIN_SLOTS
+  let slots = 4
   while (slots < rows * MAX_LOAD) slots *= 2
   return slots
 }
 
 /**
- * Open addressing with linear probing over one rule list. Plain arrays of
- * small integers rather than typed arrays: they live on the V8 heap, so heap
- * figures (the bench's bytes per rule) include them.
+ * Open addressing with linear probing over one rule list. Plain arrays rather
+ * than typed arrays: they live on the V8 heap, so heap figures (the bench's
+ * bytes per rule) include them.
  */
 class RowTable {
-  /** Position in `rows` plus one, per slot; 0 is an empty slot. */
-  private slots: number[] = []
-  private mask = 0
-  /** The hash of the row at each position, so moving or rehashing a row never reads its strings again. */
-  private readonly hashes: number[]
+  private readonly parts: number[][] = []
+  private readonly counts: number[] = []
+  /** Rows the table holds, to notice rows pushed onto the list behind its back. */
+  private size = 0
 
   constructor(readonly rows: string[][]) {
-    this.hashes = rows.map(hashRow)
-    this.resize(slotCount(rows.length))
+    // Sized for the rows at hand, so a large load does not grow each part several times over.
+    const start = rows.length < PARTS ? 0 : slotCount(rows.length / PARTS)
+    for (let part = 0; part < PARTS; part++) {
+      this.parts.push(start === 0 ? (EMPTY_PART as number[]) : new Array<number>(start).fill(0))
+      this.counts.push(0)
+    }
+    for (let pos = 0; pos < rows.length; pos++) this.place(pos, hashRow(rows[pos] as string[]))
   }
 
   /** Whether this table still describes `rows` (see the note at the top of the file). */
   describes(rows: string[][]): boolean {
-    return rows === this.rows && rows.length === this.hashes.length
+    return rows === this.rows && rows.length === this.size
   }
 
-  private resize(size: number): void {
-    const slots = new Array<number>(size).fill(0)
-    const mask = size - 1
-    const hashes = this.hashes
-    for (let pos = 0; pos < hashes.length; pos++) {
-      let i = (hashes[pos] as number) & mask
+  private place(pos: number, hash: number): void {
+    const part = hash >>> PART_SHIFT
+    const count = this.counts[part] as number
+    let slots = this.parts[part] as number[]
+    if ((count + 1) * MAX_LOAD > slots.length) slots = this.resize(part, slotCount(count + 1))
+    const mask = slots.length - 1
+    let i = hash & mask
+    while (slots[i] !== 0) i = (i + 1) & mask
+    slots[i] = entryOf(pos, hash)
+    this.counts[part] = count + 1
+    this.size++
+  }
+
+  private resize(part: number, size: number): number[] {
+    const old = this.parts[part] as number[]
+    const slots = size === 0 ? (EMPTY_PART as number[]) : new Array<number>(size).fill(0)
+    const mask = slots.length - 1
+    for (const entry of old) {
+      if (entry === 0) continue
+      let i = hashBitsOf(entry) & mask
       while (slots[i] !== 0) i = (i + 1) & mask
-      slots[i] = pos + 1
+      slots[i] = entry
     }
-    this.slots = slots
-    this.mask = mask
+    this.parts[part] = slots
+    return slots
   }
 
-  private place(pos: number): void {
-    let i = (this.hashes[pos] as number) & this.mask
-    while (this.slots[i] !== 0) i = (i + 1) & this.mask
-    this.slots[i] = pos + 1
-  }
-
-  /** The slot holding a row equal to `values`, or -1. */
-  find(values: readonly string[], hash = hashRow(values)): number {
-    for (let i = hash & this.mask; ; i = (i + 1) & this.mask) {
-      const at = this.slots[i] as number
-      if (at === 0) return -1
-      if (this.hashes[at - 1] === hash && sameRow(this.rows[at - 1] as string[], values)) return i
+  /** The slot holding a row equal to `values` in the part of `hash`, or -1. */
+  find(values: readonly string[], hash: number): number {
+    const slots = this.parts[hash >>> PART_SHIFT] as number[]
+    const mask = slots.length - 1
+    const bits = hash & LOW_MASK
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const entry = slots[i] as number
+      if (entry === 0) return -1
+      if (hashBitsOf(entry) === bits && sameRow(this.rows[positionOf(entry)] as string[], values)) return i
     }
   }
 
   /** Appends a row the caller knows is not there yet. */
   push(row: string[]): void {
-    if ((this.rows.length + 1) * MAX_LOAD > this.slots.length) {
-      this.hashes.push(hashRow(row))
-      this.rows.push(row)
-      this.resize(this.slots.length * 2)
-      return
-    }
-    this.hashes.push(hashRow(row))
     this.rows.push(row)
-    this.place(this.rows.length - 1)
+    this.place(this.rows.length - 1, hashRow(row))
   }
 
-  /** Removes the row in `slot`, filling its place in the list with the last row. */
-  removeSlot(slot: number): void {
-    const pos = (this.slots[slot] as number) - 1
-    this.vacate(slot)
+  /** Removes the row in `slot` of the part of `hash`, filling its place in the list with the last row. */
+  removeSlot(hash: number, slot: number): void {
+    const part = hash >>> PART_SHIFT
+    const slots = this.parts[part] as number[]
+    const pos = positionOf(slots[slot] as number)
+    this.vacate(slots, slot)
     const last = this.rows.length - 1
     if (pos !== last) {
-      const hash = this.hashes[last] as number
-      let i = hash & this.mask
-      while (this.slots[i] !== last + 1) i = (i + 1) & this.mask
-      this.slots[i] = pos + 1
-      this.rows[pos] = this.rows[last] as string[]
-      this.hashes[pos] = hash
+      const moved = this.rows[last] as string[]
+      const movedHash = hashRow(moved)
+      const movedSlots = this.parts[movedHash >>> PART_SHIFT] as number[]
+      const mask = movedSlots.length - 1
+      const entry = entryOf(last, movedHash)
+      let i = movedHash & mask
+      while (movedSlots[i] !== entry) i = (i + 1) & mask
+      movedSlots[i] = entryOf(pos, movedHash)
+      this.rows[pos] = moved
     }
     this.rows.pop()
-    this.hashes.pop()
-    if (this.slots.length > MIN_SLOTS && this.rows.length * MIN_LOAD < this.slots.length) this.resize(slotCount(this.rows.length))
+    this.size--
+    const count = (this.counts[part] as number) - 1
+    this.counts[part] = count
+    if (count * MIN_LOAD < slots.length && slots.length > 4) this.resize(part, count === 0 ? 0 : slotCount(count))
   }
 
   /**
@@ -140,19 +178,20 @@ class RowTable {
    * move back into the hole unless their home slot lies after it, so every
    * lookup still stops at the first empty slot.
    */
-  private vacate(slot: number): void {
+  private vacate(slots: number[], slot: number): void {
+    const mask = slots.length - 1
     let hole = slot
-    for (let j = (hole + 1) & this.mask; ; j = (j + 1) & this.mask) {
-      const at = this.slots[j] as number
-      if (at === 0) break
-      const home = (this.hashes[at - 1] as number) & this.mask
+    for (let j = (hole + 1) & mask; ; j = (j + 1) & mask) {
+      const entry = slots[j] as number
+      if (entry === 0) break
+      const home = hashBitsOf(entry) & mask
       const reachable = hole <= j ? hole < home && home <= j : hole < home || home <= j
       if (!reachable) {
-        this.slots[hole] = at
+        slots[hole] = entry
         hole = j
       }
     }
-    this.slots[hole] = 0
+    slots[hole] = 0
   }
 }
 
@@ -178,7 +217,7 @@ export function indexRows(model: Model): void {
 
 /** Whether a row equal to `values` is in the model. */
 export function hasRow(model: Model, ptype: 'p' | 'g', values: readonly string[]): boolean {
-  return tableOf(model, ptype).find(values) !== -1
+  return tableOf(model, ptype).find(values, hashRow(values)) !== -1
 }
 
 /** Appends a row the caller knows is not there yet. */
@@ -197,7 +236,7 @@ export function removeRows(model: Model, ptype: 'p' | 'g', values: readonly stri
   const hash = hashRow(values)
   let removed = false
   for (let slot = table.find(values, hash); slot !== -1; slot = table.find(values, hash)) {
-    table.removeSlot(slot)
+    table.removeSlot(hash, slot)
     removed = true
   }
   return removed

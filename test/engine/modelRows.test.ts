@@ -179,6 +179,54 @@ t.test('random adds and removals: the list, its table and Casbin agree with a pl
   t.ok(steps > 1000, `${steps} steps checked`)
 })
 
+t.test('a list that grows to thousands of rows, shrinks to a few and grows again stays whole and findable', async (t) => {
+  const enforcer = await newEnforcer(newModelFromString(modelText))
+  const model = enforcer.getModel()
+  const rows = listOf(model, 'p')
+  let state = 7
+  const random = (n: number) => {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0
+    return state % n
+  }
+  const rowOf = (i: number) => [`u${i}`, `m${i % 7}`, 'orders', 'read', i % 5 === 0 ? 'deny' : 'allow']
+  const held = new Set<number>()
+  const check = (when: string) => {
+    t.equal(rows.length, held.size, `${when}: as many rows as held`)
+    t.same(new Set(rows.map((r) => Number((r[0] as string).slice(1)))), held, `${when}: the rows held`)
+    t.ok(
+      [...held].every((i) => hasRow(model, 'p', rowOf(i))),
+      `${when}: every held row is found`,
+    )
+    t.notOk(
+      Array.from({ length: 12_000 }, (_, i) => i).some((i) => !held.has(i) && hasRow(model, 'p', rowOf(i))),
+      `${when}: no other row is found`,
+    )
+  }
+  for (let i = 0; i < 3000; i++) {
+    rows.push(rowOf(i))
+    held.add(i)
+  }
+  indexRows(model)
+  for (let i = 3000; i < 9000; i++) {
+    appendRow(model, 'p', rowOf(i))
+    held.add(i)
+  }
+  check('grown past the size it was built for')
+  const missed: number[] = []
+  while (held.size > 40) {
+    const i = Number((rows[random(rows.length)] as string[])[0]?.slice(1))
+    if (!removeRows(model, 'p', rowOf(i))) missed.push(i)
+    held.delete(i)
+  }
+  t.same(missed, [], 'every removal found its row, wherever it was')
+  check('shrunk to a few rows')
+  for (let i = 9000; i < 12_000; i++) {
+    appendRow(model, 'p', rowOf(i))
+    held.add(i)
+  }
+  check('grown again')
+})
+
 t.test('after random grants, revokes and role links, the engine holds and decides what a fresh load of the same rows does', async (t) => {
   const db = await freshDatabase(t)
   await migrate(db)
