@@ -3,12 +3,15 @@ import { writeFileSync } from 'node:fs'
 import { Agent, request as httpRequest, type ClientRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
+import pino from 'pino'
 import t from 'tap'
+import type { Service } from '../../src/compose.js'
 import { StorageUnavailableError } from '../../src/storage/db.js'
 import { ModelError } from '../../src/engine/model.js'
-import { databaseUnreachable } from '../../src/http/server.js'
+import { buildWithRetry, databaseUnreachable } from '../../src/http/server.js'
 import { EXIT_FORCED, forceAfterMs } from '../../src/http/shutdown.js'
-import { postgresUrl, tempDir } from '../helper.js'
+import { postgresUrl, tempDir, testConfig } from '../helper.js'
 import { LOG_LEVELS, freePort, processDatabase, startServer, type LogLine, type ServerProcess } from '../support/serverProcess.js'
 import { startTcpProxy } from '../support/tcpProxy.js'
 
@@ -389,6 +392,20 @@ t.test('start-up retries an unreachable database with backoff, then gives up', a
   t.notOk(server.logs().some(isMsg(/service ready/)))
 })
 
+t.test('SIGTERM while start-up waits for the database ends the wait', async (t) => {
+  const closedPort = await freePort()
+  const server = await startServer(t, {
+    waitUntilHealthy: false,
+    env: { DATABASE_URL: `postgres://nobody:nothing@127.0.0.1:${closedPort}/none`, JWT_SECRET: SECRET, DB_STARTUP_TIMEOUT_MS: '60000' },
+  })
+  await server.waitForLog((l) => isMsg(/^the database is unavailable/)(l) && l.attempt === 2)
+  const exit = await server.stop('SIGTERM')
+  t.equal(exit.code, 0, 'a stop asked for: exit 0')
+  t.ok(exit.ms < 2000, `at once (${exit.ms} ms), not after the retry delay`)
+  t.ok(server.logs().some(isMsg(/^stopped before the service started/)))
+  t.equal(server.stderr(), '', 'no "cannot start"')
+})
+
 t.test('start-up waits for a database that becomes reachable', { skip: postgresUrl === undefined ? 'needs PostgreSQL: an embedded store is never unreachable' : false }, async (t) => {
   const db = await processDatabase(t)
   const proxy = await startTcpProxy({ targetPort: Number(new URL(db.url).port || 5432) })
@@ -435,4 +452,61 @@ t.test('which start-up failures are worth a retry', async (t) => {
   t.notOk(databaseUnreachable(coded('3D000')), 'nor a database that does not exist')
   t.notOk(databaseUnreachable(new ModelError('the model needs a matcher m')), 'nor a bad model file')
   t.notOk(databaseUnreachable(new TypeError('x is undefined')), 'nor a bug')
+})
+
+t.test('the retry loop: backoff, giving up, a stop during the wait', async (t) => {
+  const config = testConfig({ DB_STARTUP_TIMEOUT_MS: '1000' })
+  const warnings: Array<Record<string, unknown>> = []
+  const log: FastifyBaseLogger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line) as Record<string, unknown>) })
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' })
+  const fakeService = {} as unknown as Service
+
+  let calls = 0
+  const flaky = async () => {
+    calls++
+    if (calls < 3) throw new StorageUnavailableError(refused)
+    return fakeService
+  }
+  t.equal(await buildWithRetry(config, log, new AbortController().signal, flaky), fakeService, 'the third attempt builds')
+  t.same(
+    warnings.map((w) => [w.attempt, w.reason, w.retryInMs]),
+    [
+      [1, 'connect ECONNREFUSED 127.0.0.1:1', 250],
+      [2, 'connect ECONNREFUSED 127.0.0.1:1', 500],
+    ],
+    'each failure logged with its attempt, reason and the next delay',
+  )
+
+  warnings.length = 0
+  const began = Date.now()
+  await t.rejects(
+    buildWithRetry(config, log, new AbortController().signal, async () => {
+      throw refused
+    }),
+    /^the database is unavailable \(\d+ attempt\(s\) in \d+ ms, DB_STARTUP_TIMEOUT_MS=1000\): connect ECONNREFUSED/,
+  )
+  t.ok(Date.now() - began >= 1000, 'gives up once DB_STARTUP_TIMEOUT_MS has passed')
+  t.same(
+    warnings.map((w) => w.retryInMs),
+    [250, 500, Number(warnings[2]?.retryInMs)],
+    'the last wait is what is left of the limit',
+  )
+  t.ok(Number(warnings[2]?.retryInMs) <= 250)
+
+  const stop = new AbortController()
+  const stopping = buildWithRetry(testConfig({ DB_STARTUP_TIMEOUT_MS: '60000' }), log, stop.signal, async () => {
+    throw refused
+  })
+  setTimeout(() => stop.abort(), 50)
+  t.equal(await stopping, null, 'a stop during the wait ends it')
+
+  let modelCalls = 0
+  await t.rejects(
+    buildWithRetry(config, log, new AbortController().signal, async () => {
+      modelCalls++
+      throw new ModelError('the model needs a matcher m')
+    }),
+    { message: 'the model needs a matcher m' },
+  )
+  t.equal(modelCalls, 1, 'a bad model is not retried')
 })
