@@ -75,6 +75,7 @@ export class StorageUnavailableError extends ServiceError {
   readonly inDoubtUntil: number | null
   constructor(cause: unknown, inDoubtUntil: number | null = null) {
     super('STORAGE_UNAVAILABLE')
+    this.name = 'StorageUnavailableError'
     this.cause = cause
     this.inDoubtUntil = inDoubtUntil
   }

@@ -1,0 +1,128 @@
+/**
+ * Revisions over HTTP (CONTRACT section 10), on one replica and either
+ * database: every answer says the revision memory reflects, every write
+ * answers the store's revision after it, reads wait boundedly for
+ * `min_revision`, and the decision routes fail closed once the revision has
+ * gone unconfirmed past the staleness bound.
+ */
+import type { LightMyRequestResponse } from 'fastify'
+import t, { type Test } from 'tap'
+import { buildTestApp, onboard, register } from '../helper.js'
+import { errorShapeProblems } from '../support/envelope.js'
+
+function expectEnvelope(t: Test, res: LightMyRequestResponse, status: number, code: string): void {
+  t.equal(res.statusCode, status, `status ${status}`)
+  t.equal((res.json() as { response_code?: string }).response_code, code, `response_code ${code}`)
+  t.same(errorShapeProblems(res), [], 'an envelope')
+}
+
+const grant = { command: 'grant-role-permission', data: { obj: 'orders', act: 'refund', domain: 'm1' } }
+
+t.test('x-policy-revision on every answer, data.revision on every write', async (t) => {
+  const ta = await buildTestApp(t)
+  const start = ta.service.replica.revision
+  for (const [method, url, token] of [
+    ['GET', '/healthz', null],
+    ['GET', '/readyz', null],
+    ['GET', '/v2/profile', undefined],
+    ['GET', '/v2/nowhere', undefined],
+    ['GET', '/v2/profile', 'not-a-token'],
+  ] as const) {
+    const res = await ta.call({ method, url, token })
+    t.equal(res.headers['x-policy-revision'], String(start), `${method} ${url} (${res.statusCode}) carries the revision`)
+  }
+
+  const owner = await onboard(ta, 'm1')
+  t.type((owner as unknown as { revision: unknown }).revision, 'number', 'onboarding answers its revision')
+  t.equal((owner as unknown as { revision: number }).revision, ta.service.replica.revision)
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' })
+  t.equal((clerk as unknown as { revision: number }).revision, ta.service.replica.revision, 'registration answers its revision')
+
+  const granted = await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: grant })
+  const revision = (granted.json() as { data: { revision: number } }).data.revision
+  t.equal(granted.headers['x-policy-revision'], String(revision), "the write's answer already reflects the write")
+  const repeat = await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: grant })
+  t.same((repeat.json() as { data: { changed: boolean; revision: number } }).data, { ...(granted.json() as { data: object }).data, changed: false }, 'a repeat answers the same revision, unchanged')
+})
+
+t.test('min_revision: reads wait for it, boundedly, then answer 503 902', async (t) => {
+  const ta = await buildTestApp(t, { env: { MIN_REVISION_WAIT_MS: '200' } })
+  await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' })
+  const now = ta.service.replica.revision
+
+  const reached = await ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}&min_revision=${now}` })
+  t.equal(reached.statusCode, 200, 'a revision already applied answers at once')
+  const zero = await ta.call({ method: 'GET', url: '/v2/admin/permissions/catalog?min_revision=0' })
+  t.equal(zero.statusCode, 200)
+
+  const reads = [
+    `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}`,
+    '/v2/admin/permissions/catalog',
+    `/v2/admin/permissions/users/${clerk.id}`,
+    '/v2/admin/permissions/roles/clerk',
+    '/v2/admin/permissions/audit-log',
+    '/v2/profile',
+    '/v2/profile/permissions',
+  ]
+  for (const url of reads) {
+    const started = Date.now()
+    const res = await ta.call({ method: 'GET', url: `${url}${url.includes('?') ? '&' : '?'}min_revision=${now + 5}` })
+    const took = Date.now() - started
+    expectEnvelope(t, res, 503, '902')
+    t.ok(took >= 150 && took < 2000, `${url} waited about MIN_REVISION_WAIT_MS (${took} ms)`)
+    t.equal(res.headers['x-policy-revision'], String(now))
+  }
+  const es = await ta.call({ method: 'GET', url: `/v2/profile?min_revision=${now + 1}&lang=es` })
+  t.match((es.json() as { response_text: string }).response_text, /revisión/, 'localised')
+
+  const batch = await ta.call({
+    method: 'POST',
+    url: '/v2/authz/check-batch',
+    body: { command: 'check-batch', data: { user_id: clerk.id, min_revision: now + 5, checks: [{ obj: 'orders', act: 'refund' }] } },
+  })
+  expectEnvelope(t, batch, 503, '902')
+  const batchNow = await ta.call({
+    method: 'POST',
+    url: '/v2/authz/check-batch',
+    body: { command: 'check-batch', data: { user_id: clerk.id, min_revision: now, checks: [{ obj: 'orders', act: 'refund' }] } },
+  })
+  t.equal(batchNow.statusCode, 200, 'check-batch with a reached revision answers')
+
+  for (const bad of ['-1', 'abc', '1.5', '99999999999999999999']) {
+    const res = await ta.call({ method: 'GET', url: `/v2/profile?min_revision=${bad}` })
+    expectEnvelope(t, res, 400, '100')
+    t.match(JSON.stringify((res.json() as { errors?: unknown }).errors), /min_revision/, `min_revision=${bad} is named`)
+  }
+
+  // A wait that ends because the revision arrives: a write lands while the read waits.
+  const waiting = ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}&min_revision=${now + 1}` })
+  await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: grant })
+  const answered = await waiting
+  t.equal(answered.statusCode, 200, 'the waiting read answers once the write is applied')
+  t.same((answered.json() as { data: unknown }).data, { allowed: true }, 'and sees the write')
+})
+
+t.test('staleness bound: checks and /readyz fail closed with 903 until the revision is confirmed', async (t) => {
+  const ta = await buildTestApp(t, { env: { MAX_STALENESS_MS: '150', REVISION_POLL_MS: '600000' } })
+  await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' })
+  await ta.service.replica.sync()
+  const check = `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}`
+  t.equal((await ta.call({ method: 'GET', url: check })).statusCode, 200, 'fresh: answers')
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  expectEnvelope(t, await ta.call({ method: 'GET', url: check }), 503, '903')
+  expectEnvelope(
+    t,
+    await ta.call({ method: 'POST', url: '/v2/authz/check-batch', body: { command: 'check-batch', data: { checks: [{ obj: 'orders', act: 'read' }] } } }),
+    503,
+    '903',
+  )
+  expectEnvelope(t, await ta.call({ method: 'GET', url: '/readyz', token: null }), 503, '903')
+  t.equal((await ta.call({ method: 'GET', url: '/v2/profile' })).statusCode, 200, 'other reads still answer')
+  t.equal((await ta.call({ method: 'GET', url: '/healthz', token: null })).statusCode, 200, 'the process is up')
+
+  await ta.service.replica.sync()
+  t.equal((await ta.call({ method: 'GET', url: check })).statusCode, 200, 'confirmed again: answers')
+  t.equal((await ta.call({ method: 'GET', url: '/readyz', token: null })).statusCode, 200)
+})
