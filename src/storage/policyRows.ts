@@ -44,7 +44,8 @@ function trimmed(row: Record<string, string>): string[] {
 
 /**
  * Streams `casbin_rule` in id order a page at a time. With `domain`, only the
- * p rows of that domain and `global`, and the g rows assigned in that domain.
+ * p and g rows of that domain and of `global`: exactly what the model reads to
+ * decide in that domain (platform staff reach their roles through `global`).
  */
 export async function* iterateRules(
   q: Queryable,
@@ -54,7 +55,7 @@ export async function* iterateRules(
   const filter =
     options.domain === undefined
       ? ''
-      : "AND ((ptype = 'p' AND v1 IN ($3, 'global')) OR (ptype = 'g' AND v2 = $3))"
+      : "AND ((ptype = 'p' AND v1 IN ($3, 'global')) OR (ptype = 'g' AND v2 IN ($3, 'global')))"
   let after = '0'
   for (;;) {
     const params: unknown[] = [after, pageSize]
