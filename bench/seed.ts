@@ -67,5 +67,5 @@ export async function benchSubject(service: Service): Promise<{ userId: string; 
 }
 
 export async function benchService(db: Database): Promise<Service> {
-  return buildService(benchConfig(), { db, skipFirstAdmin: true, follow: false })
+  return buildService(benchConfig(), { db, skipFirstAdmin: true })
 }

@@ -86,7 +86,8 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       return { engine, revision }
     })
     const replica = new Replica(db, engine, accounts, engineState, revision, {
-      maxStalenessMs: config.replication.maxStalenessMs,
+      // A process that does not follow the store (a one-shot command) has nothing to confirm its revision with.
+      maxStalenessMs: options.follow === false ? Number.POSITIVE_INFINITY : config.replication.maxStalenessMs,
       ...(options.log ? { log: options.log } : {}),
     })
     if (engine.mode !== 'index') {
@@ -137,10 +138,11 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
         }
         return replica.isStale() ? 'stale' : 'ready'
       },
+      // The database is closed by whoever opened it: a database handed in (tests, the CLI) stays open.
       async close() {
         await following?.stop()
         replica.stop()
-        await db.close()
+        if (options.db === undefined) await db.close()
       },
     }
   } catch (error) {
