@@ -31,6 +31,7 @@ const EnvSchema = Type.Object({
   ),
   CHECK_LOG_LEVEL: Type.Optional(Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)))),
   LOGIN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
+  LOGIN_ACCOUNT_FAILURES: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   REVISION_POLL_MS: Type.Integer({ minimum: 50, maximum: 600_000, default: 5000 }),
   MIN_REVISION_WAIT_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
   MAX_STALENESS_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000 }),
@@ -67,6 +68,8 @@ export interface Config {
   /** Level of the check routes' request logs: the gateway calls them thousands of times a second. */
   checkLogLevel: LogLevel
   loginRateLimitPerMinute: number
+  /** Failed logins per account within 15 minutes before that account's login answers 429 (counted in the database). */
+  loginAccountFailures: number
   /** How replicas stay in step over one PostgreSQL (CONTRACT section 10). */
   replication: {
     /** The reconciling poll of the store's revision. */
@@ -181,6 +184,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: env.LOG_LEVEL as LogLevel,
     checkLogLevel: (env.CHECK_LOG_LEVEL as LogLevel | undefined) ?? quieter(env.LOG_LEVEL as LogLevel, 'warn'),
     loginRateLimitPerMinute: env.LOGIN_RATE_LIMIT_PER_MINUTE,
+    loginAccountFailures: env.LOGIN_ACCOUNT_FAILURES,
     replication: {
       pollMs: env.REVISION_POLL_MS,
       minRevisionWaitMs: env.MIN_REVISION_WAIT_MS,
