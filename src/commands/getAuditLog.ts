@@ -30,5 +30,7 @@ export async function getAuditLog(ctx: Pick<CommandContext, 'db'>, caller: Calle
     page,
     pageSize,
   )
-  return { items, page, page_size: pageSize, total }
+  // A merchant sees who acted on its tenant, not where platform staff work from.
+  const shown = merchant === undefined ? items : items.map((item) => (item.actor_type === 'merchant' ? item : { ...item, ip: null }))
+  return { items: shown, page, page_size: pageSize, total }
 }

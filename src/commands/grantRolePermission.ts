@@ -1,6 +1,6 @@
 import { ruleAdded, ruleRemoved } from '../domain/changes.js'
 import { tenantOfDomain } from '../domain/audit.js'
-import { assertMayGrant, assertInCatalog } from '../domain/grantRules.js'
+import { assertMayGrant, assertMayRevoke } from '../domain/grantRules.js'
 import { roleDomain } from '../domain/tenancy.js'
 import type { Queryable } from '../storage/db.js'
 import { deleteRule, insertRule } from '../storage/policyRows.js'
@@ -66,6 +66,13 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
 export async function revokeRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput): Promise<RoleChange> {
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
-  assertInCatalog({ active: ctx.engine.isActive(input.obj, input.act), obj: input.obj, act: input.act })
+  assertMayRevoke({
+    active: ctx.engine.isActive(input.obj, input.act),
+    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
+    obj: input.obj,
+    act: input.act,
+    domain,
+  })
   return writeRoleRule(ctx, caller, subRole, input, domain, 'revoke')
 }

@@ -68,12 +68,16 @@ function userPermissions(engine: PermissionEngine, subject: Account, domain: str
 /** get-user-permissions: another user's effective set (same computation as the caller's own). */
 export async function getUserPermissions(ctx: CommandContext, caller: Caller, userId: string, requested: string | undefined): Promise<UserPermissions> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
-  return userPermissions(ctx.engine, target, userDomain(caller.account, target, requested))
+  const domain = userDomain(caller.account, target, requested)
+  await assertDomainExists(ctx.db, domain)
+  return userPermissions(ctx.engine, target, domain)
 }
 
 /** GET /v2/profile/permissions: the caller's own effective set. */
-export function getOwnPermissions(engine: PermissionEngine, caller: Caller, requested: string | undefined): UserPermissions {
-  return userPermissions(engine, caller.account, userDomain(caller.account, caller.account, requested))
+export async function getOwnPermissions(ctx: Pick<CommandContext, 'db' | 'engine'>, caller: Caller, requested: string | undefined): Promise<UserPermissions> {
+  const domain = userDomain(caller.account, caller.account, requested)
+  await assertDomainExists(ctx.db, domain)
+  return userPermissions(ctx.engine, caller.account, domain)
 }
 
 export interface CheckQuery {

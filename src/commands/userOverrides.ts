@@ -1,4 +1,4 @@
-import { assertInCatalog, assertMayGrant } from '../domain/grantRules.js'
+import { assertMayGrant, assertMayRevoke } from '../domain/grantRules.js'
 import type { Account } from '../domain/principals.js'
 import { assertOverrideDomain, assertReachable, userDomain } from '../domain/tenancy.js'
 import { deleteOverride, setOverride, type Effect } from '../storage/overrides.js'
@@ -57,7 +57,14 @@ export async function setUserPermission(
 /** revoke-user-permission: removes the user's override for the pair, allow or deny; role grants stay. */
 export async function revokeUserPermission(ctx: CommandContext, caller: Caller, userId: string, input: PairInput): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
-  assertInCatalog({ active: ctx.engine.isActive(input.obj, input.act), obj: input.obj, act: input.act })
+  assertMayRevoke({
+    active: ctx.engine.isActive(input.obj, input.act),
+    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
+    obj: input.obj,
+    act: input.act,
+    domain,
+  })
   const outcome = await ctx.writes.run(async (tx) => {
     const previous = await deleteOverride(tx, { user_id: target.id, domain, obj: input.obj, act: input.act })
     return {

@@ -22,6 +22,16 @@ export function assertInCatalog(check: Pick<GrantCheck, 'active' | 'obj' | 'act'
 }
 
 /**
+ * Revokes of role grants and of user overrides: the pair must be active, and
+ * a non-root caller may only take away what it holds itself in that domain,
+ * so nobody lifts a deny meant to restrict it or someone else.
+ */
+export function assertMayRevoke(check: Pick<GrantCheck, 'active' | 'callerIsRoot' | 'callerHolds' | 'obj' | 'act' | 'domain'>): void {
+  assertInCatalog(check)
+  if (!check.callerIsRoot && !check.callerHolds) throw new ServiceError('PRIVILEGE_ESCALATION', { domain: check.domain })
+}
+
+/**
  * Grants and denies: the pair must be active, the target must not be root,
  * and a non-root caller hands out only what it holds itself in that domain.
  */

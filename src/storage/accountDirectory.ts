@@ -22,11 +22,13 @@ export class AccountDirectory {
     this.byId = loaded
   }
 
+  /** Ids are compared in their canonical (lower-case) form, as the store writes them. */
   peek(id: string): Account | undefined {
-    return this.byId.get(id)
+    return this.byId.get(id) ?? this.byId.get(id.toLowerCase())
   }
 
-  async get(id: string): Promise<Account | null> {
+  async get(requested: string): Promise<Account | null> {
+    const id = requested.toLowerCase()
     const known = this.byId.get(id)
     if (known !== undefined) return known
     if (!uuid.test(id)) return null

@@ -1,13 +1,13 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { getOwnPermissions } from '../../commands/permissionQueries.js'
-import type { PermissionEngine } from '../../engine/engine.js'
+import type { CommandContext } from '../../commands/context.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Account, Domain, ReadQuery, bearer, responses } from '../schemas/common.js'
 import { UserPermissionsData } from '../schemas/permissions.js'
 
-export const profileRoutes: FastifyPluginAsyncTypebox<{ engine: PermissionEngine }> = async (app, { engine }) => {
+export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: Pick<CommandContext, 'db' | 'engine'> }> = async (app, { ctx }) => {
   app.get(
     '/v2/profile',
     {
@@ -29,9 +29,9 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ engine: PermissionEngine
         summary: "The caller's own effective permissions",
         security: bearer,
         querystring: ReadQuery({ domain: Type.Optional(Domain) }),
-        response: responses(200, UserPermissionsData),
+        response: responses(200, UserPermissionsData, [404]),
       },
     },
-    async (request) => success(getOwnPermissions(engine, callerOf(request), request.query.domain)),
+    async (request) => success(await getOwnPermissions(ctx, callerOf(request), request.query.domain)),
   )
 }

@@ -11,7 +11,17 @@ import { PRINCIPAL_TYPES } from '../../domain/principals.js'
 /** Shared schema atoms; request and response types come from `Static<typeof X>`. */
 export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ana@example.com'] })
 export const Password = Type.String({ minLength: 8, maxLength: 256 })
-export const Name = Type.String({ minLength: 1, maxLength: 200 })
+/**
+ * Free text a person reads: no control characters (NUL above all, which
+ * PostgreSQL cannot store), no format characters (bidi overrides, zero-width
+ * marks that make one name look like another) and no lone surrogates.
+ */
+export const PLAIN_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cf}\\p{Cs}]*$'
+
+/** Free text of at most `maxLength` characters, for names and filters. */
+export const PlainText = (minLength: number, maxLength: number) => Type.String({ minLength, maxLength, pattern: PLAIN_TEXT_PATTERN })
+
+export const Name = PlainText(1, 200)
 export const Phone = Type.String({ minLength: 1, maxLength: 40, pattern: '^[0-9+()\\-. ]+$' })
 export const SubRoleCode = Type.String({ pattern: SUB_ROLE_CODE_PATTERN, examples: ['support_agent'] })
 export const MerchantId = Type.String({ pattern: MERCHANT_ID_PATTERN, examples: ['m-1001'] })
@@ -21,7 +31,7 @@ export const Obj = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['o
 export const Act = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['refund'] })
 export const PrincipalTypeSchema = Type.Union(PRINCIPAL_TYPES.map((p) => Type.Literal(p)))
 
-export const Lang = Type.Optional(Type.String({ maxLength: 35, description: 'Response locale; wins over Accept-Language' }))
+export const Lang = Type.Optional(Type.String({ maxLength: 35, pattern: '^[A-Za-z0-9_-]*$', description: 'Response locale; wins over Accept-Language' }))
 
 /** Read your writes: answer only once this replica has applied at least this revision (503 `902` after a bounded wait). */
 export const MinRevision = Type.Optional(

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../../domain/audit.js'
-import { Act, CommandBody, Domain, Lang, MinRevision, Obj } from './common.js'
+import { Act, CommandBody, Domain, Lang, MinRevision, Obj, PlainText } from './common.js'
 
 export const PairData = Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false })
 const pairExample = { obj: 'orders', act: 'refund', domain: 'm-1001' }
@@ -64,8 +64,8 @@ export const CheckResultItem = Type.Object({ obj: Type.String(), act: Type.Strin
 
 export const AuditQuery = Type.Object({
   target_type: Type.Optional(Type.Unsafe<AuditTargetType>({ type: 'string', enum: [...AUDIT_TARGET_TYPES] })),
-  target_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-  action: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  target_id: Type.Optional(PlainText(1, 200)),
+  action: Type.Optional(PlainText(1, 64)),
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
   lang: Lang,
