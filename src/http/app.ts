@@ -79,7 +79,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       login: { db: service.db, passwords: service.passwords, tokens: service.tokens },
       perMinute: service.config.loginRateLimitPerMinute,
     })
-    await typed.register(profileRoutes, { engine: service.engine })
+    await typed.register(profileRoutes, { ctx: service })
     await typed.register(accountRoutes, { ctx: service })
     await typed.register(permissionRoutes, { ctx: service })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
