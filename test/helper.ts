@@ -64,6 +64,8 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     JWT_SECRET: TEST_SECRET,
     LOG_LEVEL: 'silent',
     LOGIN_RATE_LIMIT_PER_MINUTE: '10000',
+    // Tests that count login failures per account set their own limit.
+    LOGIN_ACCOUNT_FAILURES: '1000',
     BOOTSTRAP_ADMIN_EMAIL: ROOT_EMAIL,
     BOOTSTRAP_ADMIN_PASSWORD: ROOT_PASSWORD,
     ...env,

@@ -76,7 +76,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     await typed.register(revision, { replica, waitMs: service.config.replication.minRevisionWaitMs })
     await typed.register(authorization, { engine: service.engine })
     await typed.register(authRoutes, {
-      login: { db: service.db, passwords: service.passwords, tokens: service.tokens },
+      login: { db: service.db, passwords: service.passwords, tokens: service.tokens, maxFailures: service.config.loginAccountFailures },
       perMinute: service.config.loginRateLimitPerMinute,
     })
     await typed.register(profileRoutes, { ctx: service })

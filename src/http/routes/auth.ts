@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { login, type LoginContext } from '../../commands/login.js'
+import { AccountLoginLimitedError, login, type LoginContext } from '../../commands/login.js'
 import { ServiceError } from '../../domain/errors.js'
 import { success } from '../envelope.js'
 import { CommandBody, Email, Lang, responses } from '../schemas/common.js'
@@ -36,9 +36,17 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMin
         response: responses(200, TokenData, [429]),
       },
     },
-    async (request) => {
-      const { token } = await login(options.login, request.body.data.email, request.body.data.password)
-      return success(token)
+    async (request, reply) => {
+      try {
+        const { token } = await login(options.login, request.body.data.email, request.body.data.password)
+        // A bearer token must not be kept by browsers or proxies (RFC 6749 section 5.1).
+        reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+        return success(token)
+      } catch (error) {
+        // Headers set here survive into the error handler's answer.
+        if (error instanceof AccountLoginLimitedError) reply.header('retry-after', String(error.retryAfterSeconds))
+        throw error
+      }
     },
   )
 }
