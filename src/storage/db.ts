@@ -81,6 +81,10 @@ export class StorageUnavailableError extends ServiceError {
   }
 }
 
+/** node-postgres's connection failures, which carry no SQLSTATE nor errno code. */
+const CLIENT_CONNECTION_FAILURES =
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|is not queryable|connection error|Client was closed|Connection ended|write after end/i
+
 /** SQLSTATEs that say the connection or the server failed, not the statement: class 08, shutdowns, timeouts, no room. */
 const UNAVAILABLE_STATES = /^(08|57P0|53|58)|^57014$|^25P03$/
 
@@ -94,8 +98,9 @@ export function isStorageUnavailable(error: unknown): boolean {
   if (error instanceof ServiceError) return false
   const state = sqlState(error)
   if (state === undefined) {
-    // Node's socket errors carry a code like ECONNREFUSED; pg's own connection errors carry none.
-    return error instanceof Error
+    // pg's own connection failures carry no code, only these messages; anything else (e.g. a pool used after it was
+    // ended) is a bug and stays a 500.
+    return error instanceof Error && CLIENT_CONNECTION_FAILURES.test(error.message)
   }
   return UNAVAILABLE_STATES.test(state) || /^E[A-Z]+$/.test(state)
 }
