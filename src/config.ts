@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from './domain/identifiers.js'
+import { RouteMap, type RouteMapEntry } from './domain/routeMap.js'
 
 /** pino's levels, most verbose last but one; `silent` logs nothing. */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -40,7 +42,20 @@ const EnvSchema = Type.Object({
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000 }),
   DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   DB_STARTUP_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 60_000 }),
+  ROUTE_MAP_PATH: Type.Optional(Type.String({ minLength: 1 })),
 })
+
+/** One entry of the forward-auth route map file (a JSON array of these). */
+const RouteMapEntrySchema = Type.Object(
+  {
+    method: Type.String({ pattern: '^([A-Za-z]+|\\*)$' }),
+    path: Type.String({ pattern: '^/', maxLength: 2000 }),
+    obj: Type.String({ pattern: PERMISSION_PART_PATTERN }),
+    act: Type.String({ pattern: PERMISSION_PART_PATTERN }),
+    domain: Type.Optional(Type.String({ pattern: `(${DOMAIN_PATTERN})|(^:[A-Za-z0-9_]+$)` })),
+  },
+  { additionalProperties: false },
+)
 type Env = Static<typeof EnvSchema>
 
 export type StorageConfig =
@@ -89,6 +104,8 @@ export interface Config {
   }
   /** SIGTERM: past this, the process exits whatever clients do. */
   shutdownTimeoutMs: number
+  /** The forward-auth route map (ROUTE_MAP_PATH), checked at start-up; null when none is configured. */
+  routeMap: RouteMapEntry[] | null
 }
 
 export class ConfigError extends Error {
@@ -154,6 +171,26 @@ function parseTrustProxy(value: string | undefined): boolean | string {
   return value
 }
 
+/** Reads and checks the route map file: a bad file stops the start with a message naming the entry. */
+function readRouteMap(path: string): RouteMapEntry[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (error) {
+    throw new ConfigError(`ROUTE_MAP_PATH: cannot read ${path} as JSON: ${(error as Error).message}`)
+  }
+  const schema = Type.Array(RouteMapEntrySchema)
+  const problems = [...Value.Errors(schema, parsed)].map((p) => `${p.path || '/'}: ${p.message}`)
+  if (problems.length > 0) throw new ConfigError(`ROUTE_MAP_PATH ${path}: ${problems.slice(0, 5).join('; ')}`)
+  const entries = parsed as RouteMapEntry[]
+  try {
+    new RouteMap(entries)
+  } catch (error) {
+    throw new ConfigError(`ROUTE_MAP_PATH ${path}: ${(error as Error).message}`)
+  }
+  return entries
+}
+
 /** The less verbose of two levels. */
 function quieter(a: LogLevel, b: LogLevel): LogLevel {
   const rank = (level: LogLevel) => (level === 'silent' ? -1 : LOG_LEVELS.indexOf(level))
@@ -197,5 +234,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       startupTimeoutMs: env.DB_STARTUP_TIMEOUT_MS,
     },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    routeMap: env.ROUTE_MAP_PATH === undefined ? null : readRouteMap(env.ROUTE_MAP_PATH),
   }
 }

@@ -6,6 +6,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Service } from '../compose.js'
 import { ServiceError } from '../domain/errors.js'
+import { RouteMap } from '../domain/routeMap.js'
 import { mapError } from './errors.js'
 import { createLocalizer } from './i18n/index.js'
 import authentication from './plugins/authentication.js'
@@ -84,7 +85,11 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     await typed.register(permissionRoutes, { ctx: service })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).
-    await typed.register(authzRoutes, { ctx: service, logLevel: service.config.checkLogLevel })
+    await typed.register(authzRoutes, {
+      ctx: service,
+      routeMap: service.config.routeMap === null ? null : new RouteMap(service.config.routeMap),
+      logLevel: service.config.checkLogLevel,
+    })
   })
 }
 

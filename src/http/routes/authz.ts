@@ -1,5 +1,9 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../../domain/identifiers.js'
+import { ServiceError } from '../../domain/errors.js'
+import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
@@ -26,8 +30,71 @@ const BatchBody = CommandBody(
 // The two possible answers of a single check, serialised once.
 const ANSWERS = { true: JSON.stringify(success({ allowed: true })), false: JSON.stringify(success({ allowed: false })) }
 
+const VerifyQuery = ReadQuery({ obj: Type.Optional(Obj), act: Type.Optional(Act), domain: Type.Optional(Domain) })
+
+const PERMISSION_PART = new RegExp(PERMISSION_PART_PATTERN)
+const DOMAIN = new RegExp(DOMAIN_PATTERN)
+
+/** One header's value, when it is sent once. */
+function header(headers: FastifyRequest['headers'], name: string): string | undefined {
+  const value = headers[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+/**
+ * The pair a proxy's sub-request asks about: from the query, else from the
+ * X-Authz-* headers, else from the route map applied to the original
+ * request. Null (deny) when none says, or what it says is malformed.
+ */
+function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequest['headers'], routeMap: RouteMap | null): RoutePermission | null {
+  if (query.obj !== undefined && query.act !== undefined) return { obj: query.obj, act: query.act, domain: query.domain }
+  const obj = header(headers, 'x-authz-obj')
+  const act = header(headers, 'x-authz-act')
+  if (obj !== undefined && act !== undefined) {
+    const domain = header(headers, 'x-authz-domain')
+    if (!PERMISSION_PART.test(obj) || !PERMISSION_PART.test(act) || (domain !== undefined && !DOMAIN.test(domain))) return null
+    return { obj, act, domain }
+  }
+  if (routeMap === null) return null
+  const method = header(headers, 'x-original-method') ?? header(headers, 'x-forwarded-method')
+  const uri = header(headers, 'x-original-uri') ?? header(headers, 'x-forwarded-uri')
+  if (method === undefined || uri === undefined) return null
+  const matched = routeMap.match(method, uri)
+  if (matched === null || (matched.domain !== undefined && !DOMAIN.test(matched.domain))) return null
+  return matched
+}
+
+export interface AuthzRouteOptions {
+  ctx: CheckContext
+  /** The forward-auth route map, when ROUTE_MAP_PATH is set. */
+  routeMap: RouteMap | null
+}
+
 /** The gateway's hot path: answers from memory only. */
-export const authzRoutes: FastifyPluginAsyncTypebox<{ ctx: CheckContext }> = async (app, { ctx }) => {
+export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (app, { ctx, routeMap }) => {
+  app.get(
+    '/v2/authz/verify',
+    {
+      config: { failClosedWhenStale: true },
+      schema: {
+        tags: ['authz'],
+        summary: "Forward auth for proxies: 204 when the caller's own token may do the pair, 403 when not, 401 without a valid token",
+        security: bearer,
+        querystring: VerifyQuery,
+        response: { 204: Type.Null({ description: 'Allowed' }), 401: Type.Ref('ErrorEnvelope'), 403: Type.Ref('ErrorEnvelope') },
+      },
+    },
+    (request, reply) => {
+      const account = callerOf(request).account
+      const pair = forwardAuthPair(request.query, request.headers, routeMap)
+      if (pair === null) throw new ServiceError('PERMISSION_DENIED', { permission: 'unknown' })
+      if (!checkPermission(ctx, account, pair)) throw new ServiceError('PERMISSION_DENIED', { permission: `${pair.obj}:${pair.act}` })
+      reply.code(204).header('x-authz-user-id', account.id)
+      if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
+      reply.send()
+    },
+  )
+
   app.get(
     '/v2/authz/check',
     {
