@@ -6,7 +6,7 @@ import type { Queryable } from '../storage/db.js'
 import { deleteRule, insertRule } from '../storage/policyRows.js'
 import { ensureSubRole } from '../storage/subRoles.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
-import { assertDomainExists, type PairInput, type PermissionChange } from './permissionContext.js'
+import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
 
 export type RoleChange = PermissionChange & { sub_role_code: string }
 
@@ -49,16 +49,7 @@ async function writeRoleRule(
 export async function grantRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput): Promise<RoleChange> {
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
-  assertMayGrant({
-    active: ctx.engine.isActive(input.obj, input.act),
-    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
-    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
-    targetIsRoot: ctx.engine.isRootRole(subRole),
-    targetRole: subRole,
-    obj: input.obj,
-    act: input.act,
-    domain,
-  })
+  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), targetIsRoot: ctx.engine.isRootRole(subRole), targetRole: subRole })
   return writeRoleRule(ctx, caller, subRole, input, domain, 'grant')
 }
 
@@ -66,13 +57,6 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
 export async function revokeRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput): Promise<RoleChange> {
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
-  assertMayRevoke({
-    active: ctx.engine.isActive(input.obj, input.act),
-    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
-    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
-    obj: input.obj,
-    act: input.act,
-    domain,
-  })
+  assertMayRevoke(callerStanding(ctx, caller, domain, input))
   return writeRoleRule(ctx, caller, subRole, input, domain, 'revoke')
 }

@@ -3,7 +3,7 @@ import type { Account } from '../domain/principals.js'
 import { assertOverrideDomain, assertReachable, userDomain } from '../domain/tenancy.js'
 import { deleteOverride, setOverride, type Effect } from '../storage/overrides.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
-import { assertDomainExists, type PairInput, type PermissionChange } from './permissionContext.js'
+import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 
 export type UserChange = PermissionChange & { user_id: string; effect: Effect | null }
@@ -28,16 +28,7 @@ export async function setUserPermission(
   effect: Effect,
 ): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
-  assertMayGrant({
-    active: ctx.engine.isActive(input.obj, input.act),
-    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
-    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
-    targetIsRoot: ctx.engine.isRootRole(target.sub_role_code),
-    targetRole: target.sub_role_code,
-    obj: input.obj,
-    act: input.act,
-    domain,
-  })
+  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), targetIsRoot: ctx.engine.isRootRole(target.sub_role_code), targetRole: target.sub_role_code })
   const key = { user_id: target.id, domain, obj: input.obj, act: input.act }
   const outcome = await ctx.writes.run(async (tx) => {
     const previous = await setOverride(tx, { ...key, effect }, caller.account.id)
@@ -57,14 +48,7 @@ export async function setUserPermission(
 /** revoke-user-permission: removes the user's override for the pair, allow or deny; role grants stay. */
 export async function revokeUserPermission(ctx: CommandContext, caller: Caller, userId: string, input: PairInput): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
-  assertMayRevoke({
-    active: ctx.engine.isActive(input.obj, input.act),
-    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
-    callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
-    obj: input.obj,
-    act: input.act,
-    domain,
-  })
+  assertMayRevoke(callerStanding(ctx, caller, domain, input))
   const outcome = await ctx.writes.run(async (tx) => {
     const previous = await deleteOverride(tx, { user_id: target.id, domain, obj: input.obj, act: input.act })
     return {
