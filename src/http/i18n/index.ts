@@ -3,9 +3,10 @@ import { fileURLToPath } from 'node:url'
 import i18next, { type TFunction } from 'i18next'
 import Negotiator from 'negotiator'
 
-// The message files live beside this module in the source tree; resolved from
-// the repository root so the built code reads the same files.
-const messagesDir = fileURLToPath(new URL('../../../src/http/i18n/', import.meta.url))
+// The message files sit beside this module: in src/ when run from source, and
+// in dist/ because the build compiles them there too (tsconfig.build.json), so
+// the built service needs no src/ folder.
+const messagesDir = fileURLToPath(new URL('./', import.meta.url))
 
 export type Translate = TFunction
 
