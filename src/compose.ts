@@ -158,8 +158,11 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
  * applied. Failures are logged when they start and when they end, not on
  * every tick of an outage.
  */
+const SYNC_RETRY_MS = 500
+
 async function followChanges(db: Database, replica: Replica, config: Config, log: Logger | undefined): Promise<ChangeFeedListener> {
   let failing = false
+  let retry: NodeJS.Timeout | null = null
   const sync = () => {
     replica.sync().then(
       () => {
@@ -169,6 +172,11 @@ async function followChanges(db: Database, replica: Replica, config: Config, log
       (error: unknown) => {
         if (!failing) log?.warn({ err: error, revision: replica.revision }, 'cannot read the change feed: answering from memory until the staleness bound')
         failing = true
+        // Keep trying every half second rather than at the next poll: what changed meanwhile applies soon after recovery.
+        retry ??= setTimeout(() => {
+          retry = null
+          if (failing) sync()
+        }, SYNC_RETRY_MS).unref()
       },
     )
   }

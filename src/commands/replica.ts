@@ -41,6 +41,7 @@ export class Replica {
   private tail: Promise<unknown> = Promise.resolve()
   private queuedSync: Promise<void> | null = null
   private waiters: Waiter[] = []
+  private stopped = false
   private readonly now: () => number
 
   constructor(
@@ -113,6 +114,7 @@ export class Replica {
    * counts the revision as confirmed. Calls made while one is queued share it.
    */
   sync(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
     if (this.queuedSync !== null) return this.queuedSync
     const queued = this.exclusive(async () => {
       this.queuedSync = null
@@ -154,8 +156,9 @@ export class Replica {
     })
   }
 
-  /** Ends every wait (shutdown). */
+  /** Ends every wait and every further sync (shutdown). */
   stop(): void {
+    this.stopped = true
     for (const waiter of [...this.waiters]) waiter.done(false)
   }
 

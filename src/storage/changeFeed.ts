@@ -17,7 +17,8 @@ export interface FeedOptions {
 }
 
 const RETRY_FIRST_MS = 100
-const RETRY_MAX_MS = 5000
+// Short: after an outage the replica must catch up soon after the database is back, not at the next poll.
+const RETRY_MAX_MS = 1000
 
 /**
  * Keeps a LISTEN connection to the change feed open (reconnecting with

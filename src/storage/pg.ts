@@ -72,20 +72,23 @@ class PostgresDatabase implements Database {
   }
 
   private async checkout(): Promise<{ client: pg.PoolClient; failed: () => boolean; release: (destroy: boolean) => void }> {
-    let client: pg.PoolClient
-    try {
-      client = await this.pool.connect()
-    } catch (error) {
-      throw new StorageUnavailableError(error)
-    }
     // A checked-out client has no listener of the pool's: without this one, a
     // connection dropped between two statements is an unhandled 'error' event
-    // and takes the process down.
+    // and takes the process down. It is attached inside the pool's callback,
+    // synchronously: after an `await` a FATAL arriving with the connection's
+    // first bytes could already have been emitted.
     let failure: Error | null = null
     const onError = (error: Error) => {
       failure = error
     }
-    client.on('error', onError)
+    const client = await new Promise<pg.PoolClient>((resolve, reject) => {
+      this.pool.connect((error, connected) => {
+        if (error !== undefined && error !== null) return reject(new StorageUnavailableError(error))
+        if (connected === undefined) return reject(new StorageUnavailableError(new Error('the pool gave no connection')))
+        connected.on('error', onError)
+        resolve(connected)
+      })
+    })
     return {
       client,
       failed: () => failure !== null,
@@ -126,6 +129,9 @@ class PostgresDatabase implements Database {
       }
       return value
     } catch (error) {
+      // A connection that failed (or whose statement timed out on our side and may still be running) is thrown
+      // away, not asked to ROLLBACK: that would wait behind the stuck statement; the server rolls back on close.
+      if (isStorageUnavailable(error)) destroy = true
       if (!destroy && !failed()) {
         try {
           await client.query('ROLLBACK')
@@ -133,7 +139,6 @@ class PostgresDatabase implements Database {
           destroy = true
         }
       }
-      if (isStorageUnavailable(error)) destroy = true
       throw error
     } finally {
       release(destroy)
@@ -157,8 +162,13 @@ class PostgresDatabase implements Database {
   }
 
   async listen(channel: string, onNotify: (payload: string) => void): Promise<Subscription> {
-    // Named apart from the pool's connections, so an operator (or a test) can tell the listener in pg_stat_activity.
-    const client = new pg.Client({ ...this.clientConfig, application_name: `${this.clientConfig.application_name ?? APPLICATION_NAME}:feed`.slice(-63) })
+    // Named apart from the pool's connections, so an operator (or a test) can tell the listener in pg_stat_activity;
+    // the URL's own application_name would win over the setting, so it leaves the URL.
+    const client = new pg.Client({
+      ...this.clientConfig,
+      ...(this.clientConfig.connectionString !== undefined ? { connectionString: withoutApplicationName(this.clientConfig.connectionString) } : {}),
+      application_name: `${this.clientConfig.application_name ?? APPLICATION_NAME}:feed`.slice(-63),
+    })
     let settle: (error: Error | null) => void = () => undefined
     const ended = new Promise<Error | null>((resolve) => {
       settle = resolve
@@ -196,6 +206,16 @@ class PostgresDatabase implements Database {
   close(): Promise<void> {
     this.closing ??= this.pool.end()
     return this.closing
+  }
+}
+
+function withoutApplicationName(url: string): string {
+  try {
+    const parsed = new URL(url)
+    parsed.searchParams.delete('application_name')
+    return parsed.toString()
+  } catch {
+    return url
   }
 }
 
