@@ -1,6 +1,9 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import * as fs from 'node:fs'
+import { lstatSync, mkdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
+import lockfile from 'proper-lockfile'
 import type { Database, QueryResult, Queryable, Row } from './db.js'
 
 interface PGliteQueryable {
@@ -8,13 +11,16 @@ interface PGliteQueryable {
   exec(script: string): Promise<unknown>
 }
 
-function adapt(target: PGliteQueryable): Queryable {
+/** `check` runs before every statement: it stops the process once the folder's lock is no longer this process's. */
+function adapt(target: PGliteQueryable, check: () => void): Queryable {
   return {
     async query<R = Row>(text: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+      check()
       const result = await target.query<R>(text, params as unknown[])
       return { rows: result.rows, rowCount: result.affectedRows || result.rows.length }
     },
     async exec(script: string): Promise<void> {
+      check()
       await target.exec(script)
     },
   }
@@ -25,66 +31,166 @@ export class StoreInUseError extends Error {
   override name = 'StoreInUseError'
 }
 
-const LOCK_FILE = 'aps.lock'
+/**
+ * How the folder lock is kept. The holder refreshes the lock's mtime every
+ * `updateMs`; an opener takes over a lock not refreshed for `staleMs`. Every
+ * process opening one folder must use the same values.
+ */
+export interface LockTiming {
+  staleMs: number
+  updateMs: number
+}
+
+/**
+ * 30 s stale, 2 s refresh. A live holder loses its lock only if it cannot
+ * refresh it for about 28 s: its event loop blocked (PGlite runs queries
+ * synchronously in WebAssembly, so a long query or a migration blocks it), or
+ * its file-system calls queued in libuv's thread pool behind argon2 hashes,
+ * or the process paused. None of those should come near 28 s, and a lock
+ * lost to an opener that then writes risks the store. The cost is on the other side:
+ * a lock left by a process that was killed is taken over 30 s after its last
+ * refresh, and openers are refused until then (the message says how long).
+ */
+export const STORE_LOCK_TIMING: LockTiming = { staleMs: 30_000, updateMs: 2_000 }
+
+/** The exit code of a process that found its lock on the store taken over (EX_TEMPFAIL: starting again may succeed). */
+export const LOCK_LOST_EXIT_CODE = 75
+
+const LOCK_NAME = 'aps.lock'
+/** Beside the lock (the lock directory must stay empty to be removable): a random id of the current holder. */
+const OWNER_NAME = 'aps.lock.owner'
 const heldHere = new Set<string>()
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
+interface FolderLock {
+  /** Stops the process unless this process still holds the lock; synchronous, so nothing is written after a loss. */
+  check(): void
+  release(): Promise<void>
+}
+
+/**
+ * The lock cannot go away unnoticed: continuing to write beside another
+ * opener would corrupt the store, including writes already acknowledged.
+ * The process stops at once, without closing PGlite (closing writes a
+ * checkpoint), and without removing the lock, which is no longer its own.
+ */
+function lockLost(folder: string, reason: string): never {
+  writeSync(
+    2,
+    `FATAL: the lock on the embedded store ${folder} was lost (${reason}); another process may have taken it over. ` +
+      `Stopping now without writing anything more (exit code ${LOCK_LOST_EXIT_CODE}).\n`,
+  )
+  process.exit(LOCK_LOST_EXIT_CODE)
 }
 
 /**
  * PGlite takes no lock on its folder (its postmaster.pid is a fixed fake), and
  * two instances writing one folder corrupt it: the server and a command line
- * run beside it would. A file with the holder's process id stands in for
- * PostgreSQL's lock: a live holder refuses the open, a dead one's file is
- * taken over. Returns the release function.
+ * run beside it would. Process ids cannot tell who holds it: two containers
+ * on one volume both run as PID 1. So the lock is a directory made with
+ * mkdir (atomic, also on network file systems) whose mtime the holder
+ * refreshes (proper-lockfile): a lock not refreshed for `staleMs` was left by
+ * a process that stopped and is taken over.
  */
-function lockFolder(dataDir: string): () => void {
-  const file = join(dataDir, LOCK_FILE)
-  if (heldHere.has(dataDir)) throw new StoreInUseError(`the embedded store ${dataDir} is already open in this process`)
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      writeFileSync(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 })
-      return holdLock(dataDir, file)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    }
-    const holder = lockHolder(file)
-    if (holder !== null && holder !== process.pid && alive(holder)) {
-      throw new StoreInUseError(
-        `the embedded store ${dataDir} is in use by process ${holder} (a running server?): stop it first, ` +
-          `or run this against PostgreSQL; if no such process uses it, delete ${file}`,
-      )
-    }
-    // Left by a process that died (or by an earlier run of this process id, e.g. PID 1 in a container).
-    rmSync(file, { force: true })
+async function lockFolder(folder: string, timing: LockTiming): Promise<FolderLock> {
+  if (heldHere.has(folder)) throw new StoreInUseError(`the embedded store ${folder} is already open in this process`)
+  const lockPath = join(folder, LOCK_NAME)
+  const ownerPath = join(folder, OWNER_NAME)
+  refuseOldLockFile(folder, lockPath)
+  let lost = false
+  // proper-lockfile removes the locks it holds when the process exits; once ours is lost that directory is another's.
+  const guardedFs = {
+    ...fs,
+    rmdirSync: (path: string) => {
+      if (!lost) fs.rmdirSync(path)
+    },
   }
-  throw new StoreInUseError(`the embedded store ${dataDir} could not be locked: other processes keep taking ${file}`)
-}
-
-function lockHolder(file: string): number | null {
+  const onLost = (reason: string): never => {
+    lost = true
+    return lockLost(folder, reason)
+  }
+  heldHere.add(folder)
+  let release: () => Promise<void>
   try {
-    const pid = Number.parseInt(readFileSync(file, 'utf8'), 10)
-    return Number.isInteger(pid) && pid > 0 ? pid : null
-  } catch {
-    return null
+    release = await lockfile.lock(folder, {
+      lockfilePath: lockPath,
+      realpath: false,
+      retries: 0,
+      stale: timing.staleMs,
+      update: timing.updateMs,
+      fs: guardedFs,
+      onCompromised: (error) => onLost(error.message),
+    })
+  } catch (error) {
+    heldHere.delete(folder)
+    if ((error as NodeJS.ErrnoException).code === 'ELOCKED') throw new StoreInUseError(inUseMessage(folder, lockPath, timing))
+    throw error
+  }
+  const owner = randomUUID()
+  try {
+    writeFileSync(ownerPath, owner, { mode: 0o600 })
+  } catch (error) {
+    heldHere.delete(folder)
+    await release()
+    throw error
+  }
+  // The heartbeat runs on a timer: after the process was paused or blocked, a query could run before the timer
+  // notices a takeover. Reading the owner id before the first query after such a gap closes that window.
+  let checkedAt = Date.now()
+  return {
+    check() {
+      const now = Date.now()
+      if (now - checkedAt < timing.updateMs) return
+      let current: string
+      try {
+        current = readFileSync(ownerPath, 'utf8')
+      } catch (error) {
+        current = `unreadable: ${(error as Error).message}`
+      }
+      if (current !== owner) onLost(`${ownerPath} no longer names this process (${current.slice(0, 80)})`)
+      checkedAt = now
+    },
+    async release() {
+      if (!heldHere.delete(folder)) return
+      try {
+        await release()
+      } catch (error) {
+        // Already released (or lost, and then the process is stopping): nothing of ours to remove.
+        if ((error as NodeJS.ErrnoException).code !== 'ERELEASED') throw error
+      }
+    },
   }
 }
 
-function holdLock(dataDir: string, file: string): () => void {
-  heldHere.add(dataDir)
-  const release = () => {
-    process.removeListener('exit', release)
-    if (!heldHere.delete(dataDir)) return
-    if (lockHolder(file) === process.pid) rmSync(file, { force: true })
+function inUseMessage(folder: string, lockPath: string, timing: LockTiming): string {
+  let refreshed = ''
+  try {
+    const age = Math.max(0, Date.now() - statSync(lockPath).mtimeMs)
+    refreshed =
+      `; its lock ${lockPath} was refreshed ${Math.round(age / 1000)} s ago: if the process that held it has stopped, ` +
+      `the lock is taken over in ${Math.max(1, Math.ceil((timing.staleMs - age) / 1000))} s`
+  } catch {
+    // Released meanwhile: the plain message is enough.
   }
-  process.once('exit', release)
-  return release
+  return (
+    `the embedded store ${folder} is in use by another process (a running server?), perhaps in another container: ` +
+    `stop it first, or run this against PostgreSQL${refreshed}`
+  )
+}
+
+/** Earlier versions kept a file with the holder's process id: such a holder does not refresh a lock and may still be running. */
+function refuseOldLockFile(folder: string, lockPath: string): void {
+  let isFile = false
+  try {
+    isFile = lstatSync(lockPath).isFile()
+  } catch {
+    return
+  }
+  if (isFile) {
+    throw new StoreInUseError(
+      `the embedded store ${folder} holds ${lockPath}, the lock file of an earlier version of this service: ` +
+        `stop any process of that version using the folder, then delete ${lockPath}`,
+    )
+  }
 }
 
 /** PGlite has a single connection: it serialises queries, and transactions go through `transaction()`. */
@@ -93,10 +199,12 @@ class PGliteDatabase implements Database {
   private readonly plain: Queryable
   constructor(
     private readonly pglite: PGlite,
-    private readonly release: () => void,
+    private readonly lock: FolderLock | null,
   ) {
-    this.plain = adapt(pglite)
+    this.plain = adapt(pglite, this.check)
   }
+
+  private readonly check = (): void => this.lock?.check()
 
   query<R = Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
     return this.plain.query<R>(text, params)
@@ -107,33 +215,43 @@ class PGliteDatabase implements Database {
   }
 
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.pglite.transaction((tx) => work(adapt(tx)))
+    this.check()
+    return this.pglite.transaction((tx) => work(adapt(tx, this.check)))
   }
 
   /** One connection: nothing else runs meanwhile, so any transaction is a consistent snapshot. */
   snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.pglite.transaction((tx) => work(adapt(tx)))
+    this.check()
+    return this.pglite.transaction((tx) => work(adapt(tx, this.check)))
   }
 
   async close(): Promise<void> {
     try {
-      if (!this.pglite.closed) await this.pglite.close()
+      if (!this.pglite.closed) {
+        // Closing writes a checkpoint: only while the folder is still ours.
+        this.check()
+        await this.pglite.close()
+      }
     } finally {
-      this.release()
+      await this.lock?.release()
     }
   }
 }
 
-/** `dataDir` null keeps everything in memory; a folder is locked against a second opener until closed. */
-export async function openPGlite(dataDir: string | null): Promise<Database> {
-  if (dataDir === null) return new PGliteDatabase(await PGlite.create(), () => undefined)
+/**
+ * `dataDir` null keeps everything in memory; a folder is locked against a
+ * second opener until closed. `lock` is for tests, which cannot wait 30 s
+ * for a dead holder's lock to go stale.
+ */
+export async function openPGlite(dataDir: string | null, options: { lock?: LockTiming } = {}): Promise<Database> {
+  if (dataDir === null) return new PGliteDatabase(await PGlite.create(), null)
   const folder = resolve(dataDir)
   mkdirSync(folder, { recursive: true })
-  const release = lockFolder(folder)
+  const lock = await lockFolder(folder, options.lock ?? STORE_LOCK_TIMING)
   try {
-    return new PGliteDatabase(await PGlite.create({ dataDir: folder }), release)
+    return new PGliteDatabase(await PGlite.create({ dataDir: folder }), lock)
   } catch (error) {
-    release()
+    await lock.release()
     throw error
   }
 }
