@@ -184,6 +184,8 @@ function summarise(runs: LoadRun[]): RouteFigures {
 }
 
 const CHECK_PATH = '/v2/authz/check?obj=orders&act=read'
+// The proxies' forward auth for the same pair with the caller's own token: 204 and identity headers, no body.
+const VERIFY_PATH = '/v2/authz/verify?obj=orders&act=read'
 const EMPTY_PATH = '/bench/empty'
 
 interface Target {
@@ -250,6 +252,7 @@ const servers = [smallServer]
 const targets: Target[] = [
   { base: smallServer.base, path: EMPTY_PATH, token: smallServer.token },
   { base: smallServer.base, path: CHECK_PATH, token: smallServer.token },
+  { base: smallServer.base, path: VERIFY_PATH, token: smallServer.token },
 ]
 let huge: InProcess | null = null
 if (postgresUrl !== undefined) {
@@ -263,11 +266,14 @@ if (postgresUrl !== undefined) {
   targets.push({ base: hugeServer.base, path: CHECK_PATH, token: hugeServer.token })
 }
 try {
-  const [empty, check, checkHuge] = (await rounds(targets)) as [LoadRun[], LoadRun[], LoadRun[] | undefined]
+  const [empty, check, verify, checkHuge] = (await rounds(targets)) as [LoadRun[], LoadRun[], LoadRun[], LoadRun[] | undefined]
   record('HTTP empty JSON route, same size, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(empty).rps), latency(summarise(empty)))
   record('HTTP GET /v2/authz/check, 1,000 rules, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(check).rps), latency(summarise(check)))
   record('check / empty route, req/s (median of the rounds)', fmt(roundRatio(check, empty, rps), 2), '(target >= 0.85)')
   record('check / empty route, requests per server CPU second (median of the rounds)', fmt(roundRatio(check, empty, perCpuSecond), 2), '(the same ratio, less sensitive to other load)')
+  record('HTTP GET /v2/authz/verify, 1,000 rules, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(verify).rps), latency(summarise(verify)))
+  record('verify / empty route, req/s (median of the rounds)', fmt(roundRatio(verify, empty, rps), 2), '(target >= 0.85)')
+  record('verify / empty route, requests per server CPU second (median of the rounds)', fmt(roundRatio(verify, empty, perCpuSecond), 2), '(the same ratio, less sensitive to other load)')
   if (checkHuge !== undefined) {
     record('HTTP GET /v2/authz/check, 1,000,000 rules, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(checkHuge).rps), latency(summarise(checkHuge)))
     record('check throughput, 1k rules / 1M rules (median of the rounds)', fmt(roundRatio(check, checkHuge, rps), 2), '(target <= 1.2)')
