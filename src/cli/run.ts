@@ -17,6 +17,7 @@ import {
   type CliIo,
 } from './commands.js'
 import { UsageError } from './inputs.js'
+import { passwordResetCommand } from './passwordCommand.js'
 
 export interface RunOptions {
   /** The environment to configure from, as the server reads it (default process.env). */
@@ -41,6 +42,7 @@ const COMMANDS: Record<string, Command> = {
   migrate: migrateCommand,
   'model check': modelCheckCommand,
   'audit verify': auditVerifyCommand,
+  'password reset': passwordResetCommand,
 }
 
 function resolve(argv: string[]): { run: Command; args: string[] } | null {

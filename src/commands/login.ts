@@ -40,7 +40,8 @@ export async function login(ctx: LoginContext, email: string, password: string):
   if (!attempt.admitted) throw new AccountLoginLimitedError(attempt.retryAfterSeconds)
   const stored = await findAccountByEmail(ctx.db, email)
   const valid = await ctx.passwords.verify(stored?.password_hash ?? null, password)
-  if (stored === null || !valid) throw new ServiceError('BAD_CREDENTIALS')
+  // A deactivated account's login fails exactly like a wrong password (after the same hash work).
+  if (stored === null || !valid || stored.status !== 'active') throw new ServiceError('BAD_CREDENTIALS')
   await forgetLoginAttempt(ctx.db, attempt.id)
   const { password_hash: _hash, ...account } = stored
   return { token: ctx.tokens.issue(account), account }

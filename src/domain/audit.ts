@@ -10,6 +10,11 @@ export const AUDIT_ACTIONS = [
   'catalog_added',
   'catalog_deactivated',
   'catalog_reactivated',
+  'role_changed',
+  'deactivated',
+  'reactivated',
+  'password_changed',
+  'password_reset',
 ] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 

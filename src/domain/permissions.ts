@@ -16,6 +16,8 @@ export const routePermissions = {
   permissionAssign: { obj: 'permission', act: 'assign', label: 'Grant and deny permissions', group: 'Permissions' },
   permissionRevoke: { obj: 'permission', act: 'revoke', label: 'Revoke permissions', group: 'Permissions' },
   permissionRead: { obj: 'permission', act: 'read', label: 'View permissions and audit trail', group: 'Permissions' },
+  adminRead: { obj: 'admin', act: 'read', label: 'View administrators', group: 'Administrators' },
+  adminManage: { obj: 'admin', act: 'manage', label: 'Change, deactivate and reactivate administrators', group: 'Administrators' },
 } as const satisfies Record<string, PermissionDeclaration>
 
 /** Permissions other services of the platform check through this one. */

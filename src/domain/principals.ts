@@ -7,6 +7,9 @@ export const GLOBAL_DOMAIN = 'global'
 
 export const ROOT_SUB_ROLE = 'super_admin'
 
+export const ACCOUNT_STATUSES = ['active', 'deactivated'] as const
+export type AccountStatus = (typeof ACCOUNT_STATUSES)[number]
+
 export interface Account {
   id: string
   email: string
@@ -18,6 +21,10 @@ export interface Account {
   parent_role: PrincipalType | null
   created_by: string | null
   created_at: Date
+  /** A deactivated account's tokens are refused, its login fails and checks about it answer false. */
+  status: AccountStatus
+  /** Bumped by a password change or reset: tokens issued under an older version are refused. */
+  credentials_version: number
 }
 
 /** A user's home domain: its merchant id, or `global` for system-owner users. */

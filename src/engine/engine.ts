@@ -13,6 +13,8 @@ export interface Subject {
   principal_type: PrincipalType
   merchant_id: string | null
   sub_role_code: string
+  /** A deactivated account holds nothing. */
+  status?: string
 }
 
 export const pairKey = (obj: string, act: string): string => `${obj}\u0000${act}`
@@ -156,7 +158,7 @@ export class PermissionEngine {
 
   /** The one decision every path uses: route guard, check endpoints, effective sets. */
   decide(subject: Subject, domain: string, obj: string, act: string): boolean {
-    if (!this.isActive(obj, act)) return false
+    if (!this.isActive(obj, act) || subject.status === 'deactivated') return false
     if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return false
     if (this.rootRoles.has(subject.sub_role_code)) return true
     return this.modelAllows(subject.id, domain, obj, act)

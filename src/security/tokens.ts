@@ -6,6 +6,8 @@ export interface AccessClaims {
   sub: string
   principal_type: PrincipalType
   merchant_id?: string
+  /** The account's credentials version: a password change or reset refuses tokens of older versions. */
+  cv: number
 }
 
 export interface IssuedToken {
@@ -15,7 +17,7 @@ export interface IssuedToken {
 }
 
 export interface TokenIssuer {
-  issue(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'>, ttlSeconds?: number): IssuedToken
+  issue(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'> & Partial<Pick<Account, 'credentials_version'>>, ttlSeconds?: number): IssuedToken
 }
 
 export interface TokenIssuerOptions {
@@ -25,10 +27,11 @@ export interface TokenIssuerOptions {
   audience?: string | undefined
 }
 
-export function claimsFor(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'>): AccessClaims {
+export function claimsFor(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'> & Partial<Pick<Account, 'credentials_version'>>): AccessClaims {
   return {
     sub: account.id,
     principal_type: account.principal_type,
+    cv: account.credentials_version ?? 0,
     ...(account.merchant_id !== null ? { merchant_id: account.merchant_id } : {}),
   }
 }

@@ -6,10 +6,10 @@ export interface AccountWithHash extends Account {
 }
 
 /** An account row to insert: the account's fields with its password hash, the store sets the time. */
-export type NewAccount = Omit<AccountWithHash, 'created_at'>
+export type NewAccount = Omit<AccountWithHash, 'created_at' | 'status' | 'credentials_version'>
 
 const columns =
-  'id::text AS id, email, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by::text AS created_by, created_at'
+  'id::text AS id, email, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by::text AS created_by, created_at, status, credentials_version'
 
 export async function insertAccount(q: Queryable, account: NewAccount): Promise<Account> {
   const { rows } = await q.query<Account>(
@@ -74,4 +74,88 @@ export async function* iterateAccounts(q: Queryable, pageSize = 5000): AsyncGene
     if (rows.length < pageSize || last === undefined) return
     after = last.id
   }
+}
+
+export interface AccountFilter {
+  merchant_id?: string | undefined
+  sub_role_code?: string | undefined
+  status?: string | undefined
+  /** Case-insensitive substring of the e-mail or the name. */
+  q?: string | undefined
+}
+
+/** Escapes LIKE's wildcards so a search for `50%_off` finds that text. */
+function likeSubstring(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+}
+
+/** One page of accounts, newest first, with the total matching the filters. */
+export async function listAccounts(q: Queryable, filter: AccountFilter, page: number, pageSize: number): Promise<{ items: Account[]; total: number }> {
+  const where: string[] = []
+  const params: unknown[] = []
+  const add = (sql: (n: string) => string, value: unknown) => {
+    params.push(value)
+    where.push(sql(`$${params.length}`))
+  }
+  if (filter.merchant_id !== undefined) add((n) => `merchant_id = ${n}`, filter.merchant_id)
+  if (filter.sub_role_code !== undefined) add((n) => `sub_role_code = ${n}`, filter.sub_role_code)
+  if (filter.status !== undefined) add((n) => `status = ${n}`, filter.status)
+  if (filter.q !== undefined) add((n) => `(lower(email) LIKE ${n} OR lower(name) LIKE ${n})`, likeSubstring(filter.q))
+  const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''
+  const [{ rows }, counted] = await Promise.all([
+    q.query<Account>(`SELECT ${columns} FROM admin_accounts ${clause} ORDER BY created_at DESC, id DESC LIMIT ${Number(pageSize)} OFFSET ${Number((page - 1) * pageSize)}`, params),
+    q.query<{ n: string }>(`SELECT count(*) AS n FROM admin_accounts ${clause}`, params),
+  ])
+  return { items: rows, total: Number(counted.rows[0]?.n ?? 0) }
+}
+
+/**
+ * Moves an account to another sub-role and returns it with the sub-role it
+ * had (read under a row lock, so concurrent moves see each other); null when
+ * it already had this one. The `g` row is the caller's to move in the same
+ * transaction.
+ */
+export async function setSubRole(tx: Queryable, id: string, subRole: string): Promise<{ account: Account; previous: string } | null> {
+  const { rows: locked } = await tx.query<{ sub_role_code: string }>('SELECT sub_role_code FROM admin_accounts WHERE id = $1 FOR UPDATE', [id])
+  const previous = locked[0]?.sub_role_code
+  if (previous === undefined || previous === subRole) return null
+  const { rows } = await tx.query<Account>(`UPDATE admin_accounts SET sub_role_code = $2, updated_at = now() WHERE id = $1 RETURNING ${columns}`, [
+    id,
+    subRole,
+  ])
+  const account = rows[0]
+  return account === undefined ? null : { account, previous }
+}
+
+/** Sets the status; null when it already had it. */
+export async function setStatus(tx: Queryable, id: string, status: string): Promise<Account | null> {
+  const { rows } = await tx.query<Account>(
+    `UPDATE admin_accounts SET status = $2, updated_at = now() WHERE id = $1 AND status <> $2 RETURNING ${columns}`,
+    [id, status],
+  )
+  return rows[0] ?? null
+}
+
+/** Replaces the password hash and bumps the credentials version, refusing every token issued before. */
+export async function setPassword(tx: Queryable, id: string, passwordHash: string): Promise<Account | null> {
+  const { rows } = await tx.query<Account>(
+    `UPDATE admin_accounts SET password_hash = $2, credentials_version = credentials_version + 1, updated_at = now()
+     WHERE id = $1 RETURNING ${columns}`,
+    [id, passwordHash],
+  )
+  return rows[0] ?? null
+}
+
+export async function findAccountWithHash(q: Queryable, id: string): Promise<AccountWithHash | null> {
+  const { rows } = await q.query<AccountWithHash>(`SELECT ${columns}, password_hash FROM admin_accounts WHERE id = $1`, [id])
+  return rows[0] ?? null
+}
+
+/** Active system-owner super_admins other than `except`, locked so two deactivations cannot both pass. */
+export async function otherActiveSystemRoots(tx: Queryable, except: string): Promise<number> {
+  const { rows } = await tx.query<{ id: string }>(
+    "SELECT id::text AS id FROM admin_accounts WHERE merchant_id IS NULL AND sub_role_code = 'super_admin' AND status = 'active' AND id <> $1 FOR UPDATE",
+    [except],
+  )
+  return rows.length
 }

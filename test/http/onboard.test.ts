@@ -5,7 +5,7 @@ import { errorShapeProblems } from '../support/envelope.js'
 /** onboard-merchant: CONTRACT section 3 ("A merchant exists once its super_admin exists"). */
 
 // A write's answer carries the store's revision after it beside the account.
-const ACCOUNT_KEYS = ['created_at', 'email', 'id', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'revision', 'sub_role_code']
+const ACCOUNT_KEYS = ['created_at', 'email', 'id', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'revision', 'status', 'sub_role_code']
 
 t.test('onboard-merchant', async (t) => {
   const ta = await buildTestApp(t)

@@ -82,6 +82,8 @@ interface TokenClaims {
   principal_type?: unknown
   merchant_id?: unknown
   exp?: unknown
+  /** The account's credentials version when the token was issued (absent: 0). */
+  cv?: unknown
 }
 
 const BEARER_PREFIX = 'Bearer '
@@ -101,6 +103,11 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
   const admit = (request: FastifyRequest, claims: TokenClaims, account: Account | null): void => {
     const tokenMerchant = typeof claims.merchant_id === 'string' ? claims.merchant_id : null
     if (account === null || account.principal_type !== claims.principal_type || account.merchant_id !== tokenMerchant) {
+      throw new ServiceError('INVALID_TOKEN')
+    }
+    // Checked on every request against the account in memory (kept in step on every server by the change feed),
+    // so a deactivation or a password change refuses tokens at once, cached ones included.
+    if (account.status !== 'active' || (typeof claims.cv === 'number' ? claims.cv : 0) !== account.credentials_version) {
       throw new ServiceError('INVALID_TOKEN')
     }
     request.caller = new RequestCaller(account, request)

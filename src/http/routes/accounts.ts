@@ -6,6 +6,7 @@ import { onboardMerchant } from '../../commands/onboardMerchant.js'
 import { registerAdmin } from '../../commands/registerAdmin.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
+import { adminAccountRoutes } from './adminAccounts.js'
 import { callerOf } from '../plugins/authentication.js'
 import { CommandBody, CreatedAccount, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../schemas/common.js'
 
@@ -35,6 +36,8 @@ const OnboardBody = CommandBody(
 )
 
 export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
+  await app.register(adminAccountRoutes, { ctx })
+
   app.post(
     '/v2/admin/register',
     {

@@ -2,12 +2,47 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { getOwnPermissions } from '../../commands/permissionQueries.js'
 import type { CommandContext } from '../../commands/context.js'
+import { changePassword } from '../../commands/passwords.js'
+import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, Domain, ReadQuery, bearer, responses } from '../schemas/common.js'
+import { Account, CommandBody, Domain, Lang, Password, ReadQuery, bearer, responses } from '../schemas/common.js'
 import { UserPermissionsData } from '../schemas/permissions.js'
 
-export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: Pick<CommandContext, 'db' | 'engine'> }> = async (app, { ctx }) => {
+const PasswordBody = CommandBody(
+  'change-password',
+  Type.Object({ current_password: Type.String({ minLength: 1, maxLength: 256 }), new_password: Password }, { additionalProperties: false }),
+  { current_password: 'the-old-passphrase', new_password: 'a-new-long-passphrase' },
+)
+
+const PasswordChanged = Type.Object({
+  revision: Type.Integer(),
+  /** A fresh token under the new credentials (absent when tokens come from an external issuer). */
+  access_token: Type.Optional(Type.String()),
+  token_type: Type.Optional(Type.Literal('Bearer')),
+  expires_in: Type.Optional(Type.Integer()),
+})
+
+export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { tokens: TokenIssuer | null } }> = async (app, { ctx }) => {
+  app.post(
+    '/v2/profile/password',
+    {
+      schema: {
+        tags: ['profile'],
+        summary: "change-password: the caller's own; every token issued before is refused afterwards (the answer carries a fresh one)",
+        security: bearer,
+        querystring: Type.Object({ lang: Lang }),
+        body: PasswordBody,
+        response: responses(200, PasswordChanged, [413, 415]),
+      },
+    },
+    async (request) => {
+      const { current_password: current, new_password: next } = request.body.data
+      const { revision, account } = await changePassword(ctx, callerOf(request), current, next)
+      return success({ revision, ...(ctx.tokens !== null ? ctx.tokens.issue(account) : {}) })
+    },
+  )
+
   app.get(
     '/v2/profile',
     {

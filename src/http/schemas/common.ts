@@ -6,7 +6,7 @@ import {
   SUB_ROLE_CODE_PATTERN,
   UUID_PATTERN,
 } from '../../domain/identifiers.js'
-import { PRINCIPAL_TYPES } from '../../domain/principals.js'
+import { ACCOUNT_STATUSES, PRINCIPAL_TYPES } from '../../domain/principals.js'
 
 /** Shared schema atoms; request and response types come from `Static<typeof X>`. */
 export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ana@example.com'] })
@@ -30,6 +30,7 @@ export const UserId = Type.String({ pattern: UUID_PATTERN, examples: ['3f0c4b7e-
 export const Obj = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['orders'] })
 export const Act = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['refund'] })
 export const PrincipalTypeSchema = Type.Union(PRINCIPAL_TYPES.map((p) => Type.Literal(p)))
+export const AccountStatusSchema = Type.Union(ACCOUNT_STATUSES.map((s) => Type.Literal(s)))
 
 export const Lang = Type.Optional(Type.String({ maxLength: 35, pattern: '^[A-Za-z0-9_-]*$', description: 'Response locale; wins over Accept-Language' }))
 
@@ -61,6 +62,7 @@ export const Account = Type.Object({
   sub_role_code: Type.String(),
   parent_role: Type.Union([PrincipalTypeSchema, Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
+  status: AccountStatusSchema,
 })
 
 /** A registration's or onboarding's answer: the account and the store's revision after the write. */

@@ -1,0 +1,106 @@
+import { ruleAdded, ruleRemoved } from '../domain/changes.js'
+import { ServiceError } from '../domain/errors.js'
+import { assertMayAssignSubRole } from '../domain/grantRules.js'
+import { ROOT_SUB_ROLE, homeDomain, type Account, type AccountStatus } from '../domain/principals.js'
+import { assertReachable } from '../domain/tenancy.js'
+import { insertRule, deleteRule } from '../storage/policyRows.js'
+import { otherActiveSystemRoots, setStatus, setSubRole } from '../storage/accounts.js'
+import { ensureSubRole } from '../storage/subRoles.js'
+import { actorOf, type Caller, type CommandContext } from './context.js'
+
+export interface AccountChange {
+  changed: boolean
+  revision: number
+  account: Account
+}
+
+/** The pairs of the catalog that `subRole` holds in `domain` and the caller does not: what it may not hand out. */
+export function beyondCaller(ctx: Pick<CommandContext, 'engine'>, caller: Caller, subRole: string, domain: string): string[] {
+  return ctx.engine
+    .catalogEntries()
+    .filter((e) => ctx.engine.subRoleAllows(subRole, domain, e.obj, e.act) && !ctx.engine.decide(caller.account, domain, e.obj, e.act))
+    .map((e) => `${e.obj}:${e.act}`)
+}
+
+/**
+ * change-sub-role: moves the account to another sub-role in its home domain,
+ * its `g` row and its audit entry in one transaction. The caller must hold
+ * everything the new sub-role holds there; root is neither given nor taken
+ * away this way.
+ */
+export async function changeSubRole(ctx: CommandContext, caller: Caller, userId: string, subRole: string): Promise<AccountChange> {
+  const target = assertReachable(caller.account, await ctx.accounts.get(userId))
+  if (subRole === ROOT_SUB_ROLE || ctx.engine.isRootRole(subRole) || ctx.engine.isRootRole(target.sub_role_code)) {
+    throw new ServiceError('ROOT_ROLE_NOT_CHANGEABLE')
+  }
+  const home = homeDomain(target)
+  assertMayAssignSubRole({
+    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    beyondCaller: beyondCaller(ctx, caller, subRole, home),
+    domain: home,
+  })
+  const outcome = await ctx.writes.run(async (tx) => {
+    await ensureSubRole(tx, subRole)
+    const moved = await setSubRole(tx, target.id, subRole)
+    if (moved === null) return { changed: false, audit: [], changes: [], result: target }
+    const before = [target.id, moved.previous, home]
+    const after = [target.id, subRole, home]
+    await deleteRule(tx, 'g', before)
+    await insertRule(tx, 'g', after)
+    return {
+      changed: true,
+      audit: [
+        {
+          action: 'role_changed' as const,
+          target_type: 'user' as const,
+          target_id: target.id,
+          obj: null,
+          act: null,
+          domain: home,
+          merchant_id: target.merchant_id,
+          actor: actorOf(caller),
+        },
+      ],
+      changes: [ruleRemoved('g', before), ruleAdded('g', after), { kind: 'account' as const, account: moved.account }],
+      result: moved.account,
+    }
+  })
+  return { changed: outcome.changed, revision: outcome.revision, account: outcome.result }
+}
+
+/**
+ * deactivate-admin and reactivate-admin. Only root callers switch a root
+ * account, and the last active system-owner super_admin stays on (nobody
+ * could administer the platform otherwise).
+ */
+export async function setAccountStatus(ctx: CommandContext, caller: Caller, userId: string, status: AccountStatus): Promise<AccountChange> {
+  const target = assertReachable(caller.account, await ctx.accounts.get(userId))
+  if (ctx.engine.isRootRole(target.sub_role_code) && !ctx.engine.isRootRole(caller.account.sub_role_code)) {
+    throw new ServiceError('PRIVILEGE_ESCALATION', { domain: homeDomain(target) })
+  }
+  const outcome = await ctx.writes.run(async (tx) => {
+    if (status === 'deactivated' && target.principal_type === 'system_owner' && ctx.engine.isRootRole(target.sub_role_code)) {
+      if ((await otherActiveSystemRoots(tx, target.id)) === 0) throw new ServiceError('LAST_SYSTEM_OWNER')
+    }
+    const updated = await setStatus(tx, target.id, status)
+    if (updated === null) return { changed: false, audit: [], changes: [], result: target }
+    return {
+      changed: true,
+      audit: [
+        {
+          action: status === 'deactivated' ? ('deactivated' as const) : ('reactivated' as const),
+          target_type: 'user' as const,
+          target_id: target.id,
+          obj: null,
+          act: null,
+          domain: homeDomain(target),
+          merchant_id: target.merchant_id,
+          actor: actorOf(caller),
+        },
+      ],
+      changes: [{ kind: 'account' as const, account: updated }],
+      result: updated,
+    }
+  })
+  return { changed: outcome.changed, revision: outcome.revision, account: outcome.result }
+}

@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto'
+import { SYSTEM_ACTOR, type Actor } from '../domain/audit.js'
+import { ServiceError } from '../domain/errors.js'
+import { homeDomain, type Account } from '../domain/principals.js'
+import { findAccountByEmail, findAccountWithHash, setPassword } from '../storage/accounts.js'
+import { actorOf, type Caller, type CommandContext } from './context.js'
+
+/** Replaces the password, bumps the credentials version (older tokens are refused) and audits it, in one transaction. */
+async function replacePassword(ctx: CommandContext, account: Account, password: string, action: 'password_changed' | 'password_reset', actor: Actor) {
+  const passwordHash = await ctx.passwords.hash(password)
+  return ctx.writes.run(async (tx) => {
+    const updated = await setPassword(tx, account.id, passwordHash)
+    if (updated === null) throw new ServiceError('USER_NOT_FOUND')
+    return {
+      changed: true,
+      audit: [{ action, target_type: 'user' as const, target_id: account.id, obj: null, act: null, domain: homeDomain(account), merchant_id: account.merchant_id, actor }],
+      changes: [{ kind: 'account' as const, account: updated }],
+      result: updated,
+    }
+  })
+}
+
+/** change-password: the caller's own, given its current one; every token issued before is refused afterwards. */
+export async function changePassword(ctx: CommandContext, caller: Caller, current: string, next: string): Promise<{ revision: number; account: Account }> {
+  const stored = await findAccountWithHash(ctx.db, caller.account.id)
+  const valid = await ctx.passwords.verify(stored?.password_hash ?? null, current)
+  if (stored === null || !valid) throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'current_password', message: 'invalid' }])
+  const outcome = await replacePassword(ctx, stored, next, 'password_changed', actorOf(caller))
+  return { revision: outcome.revision, account: outcome.result }
+}
+
+/** `cli password reset`: a new random password for a locked-out admin, shown once; its old tokens are refused. */
+export async function resetPassword(ctx: CommandContext, email: string): Promise<{ account: Account; password: string } | null> {
+  const stored = await findAccountByEmail(ctx.db, email)
+  if (stored === null) return null
+  const password = randomBytes(18).toString('base64url')
+  const outcome = await replacePassword(ctx, stored, password, 'password_reset', SYSTEM_ACTOR)
+  return { account: outcome.result, password }
+}

@@ -1,0 +1,95 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { changeSubRole, setAccountStatus } from '../../commands/accountLifecycle.js'
+import { getAccount, listAccounts } from '../../commands/accountQueries.js'
+import type { CommandContext } from '../../commands/context.js'
+import { routePermissions } from '../../domain/permissions.js'
+import { success } from '../envelope.js'
+import { callerOf } from '../plugins/authentication.js'
+import { Account, AccountStatusSchema, CommandBody, Lang, MerchantId, PlainText, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
+
+const UserParams = Type.Object({ userId: UserId })
+
+const AccountsQuery = ReadQuery({
+  merchant_id: Type.Optional(MerchantId),
+  sub_role_code: Type.Optional(SubRoleCode),
+  status: Type.Optional(AccountStatusSchema),
+  q: Type.Optional(PlainText(1, 200)),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+})
+
+const AccountChangeData = Type.Object({ changed: Type.Boolean(), revision: Type.Integer(), account: Account })
+
+const SubRoleBody = CommandBody(
+  'change-sub-role',
+  Type.Object({ sub_role_code: SubRoleCode }, { additionalProperties: false }),
+  { sub_role_code: 'support_agent' },
+)
+const statusBody = (command: string) => CommandBody(command, Type.Object({}, { additionalProperties: false }), {})
+
+/** The admin UI's account pages: list, read, move to another sub-role, switch off and on. */
+export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
+  app.get(
+    '/v2/admin/accounts',
+    {
+      config: { permission: routePermissions.adminRead },
+      schema: {
+        tags: ['accounts'],
+        summary: 'list-admins: accounts, newest first, filtered by merchant, sub-role, status and a search in e-mail or name',
+        security: bearer,
+        querystring: AccountsQuery,
+        response: responses(200, Type.Object({ items: Type.Array(Account), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() })),
+      },
+    },
+    async (request) => success(await listAccounts(ctx, callerOf(request), request.query)),
+  )
+
+  app.get(
+    '/v2/admin/accounts/:userId',
+    {
+      config: { permission: routePermissions.adminRead },
+      schema: { tags: ['accounts'], summary: 'get-admin: one account', security: bearer, params: UserParams, querystring: ReadQuery(), response: responses(200, Account, [404]) },
+    },
+    async (request) => success(await getAccount(ctx, callerOf(request), request.params.userId)),
+  )
+
+  app.post(
+    '/v2/admin/accounts/:userId/sub-role',
+    {
+      config: { permission: routePermissions.adminManage },
+      schema: {
+        tags: ['accounts'],
+        summary: 'change-sub-role: move an account to another sub-role in its home domain',
+        security: bearer,
+        params: UserParams,
+        querystring: Type.Object({ lang: Lang }),
+        body: SubRoleBody,
+        response: responses(200, AccountChangeData, [404, 413, 415]),
+      },
+    },
+    async (request) => success(await changeSubRole(ctx, callerOf(request), request.params.userId, request.body.data.sub_role_code)),
+  )
+
+  for (const [path, command, status] of [
+    ['deactivate', 'deactivate-admin', 'deactivated'],
+    ['reactivate', 'reactivate-admin', 'active'],
+  ] as const) {
+    app.post(
+      `/v2/admin/accounts/:userId/${path}`,
+      {
+        config: { permission: routePermissions.adminManage },
+        schema: {
+          tags: ['accounts'],
+          summary: `${command}: ${status === 'active' ? 'switch an account on again' : "switch an account off: its tokens and logins are refused at once"}`,
+          security: bearer,
+          params: UserParams,
+          querystring: Type.Object({ lang: Lang }),
+          body: statusBody(command),
+          response: responses(200, AccountChangeData, [404, 409, 413, 415]),
+        },
+      },
+      async (request) => success(await setAccountStatus(ctx, callerOf(request), request.params.userId, status)),
+    )
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * Account lifecycle (CONTRACT section 12): the admin UI lists and reads
+ * accounts, moves one to another sub-role, switches it off and on; anyone
+ * changes their own password; an operator resets a locked-out admin's. Every
+ * rule on both databases, the cross-replica refusal on PostgreSQL.
+ */
+import type { LightMyRequestResponse } from 'fastify'
+import t, { type Test } from 'tap'
+import { runCli } from '../../src/cli/run.js'
+import type { Account } from '../../src/domain/principals.js'
+import { ROOT_EMAIL, TEST_SECRET, backend, buildTestApp, freshDatabase, onboard, postgresUrl, register, secondConnection, type TestApp } from '../helper.js'
+import { errorShapeProblems } from '../support/envelope.js'
+
+function expectError(t: Test, res: LightMyRequestResponse, status: number, code: string): void {
+  t.equal(res.statusCode, status, `status ${status}: ${res.body}`)
+  t.equal((res.json() as { response_code?: string }).response_code, code, `response_code ${code}`)
+  t.same(errorShapeProblems(res), [], 'an envelope')
+}
+
+const grant = (ta: TestApp, role: string, obj: string, act: string, domain: string, token = ta.rootToken) =>
+  ta.call({ method: 'POST', url: `/v2/admin/permissions/roles/${role}/grant`, token, body: { command: 'grant-role-permission', data: { obj, act, domain } } })
+
+const login = (ta: TestApp, email: string, password: string) =>
+  ta.call({ method: 'POST', url: '/v2/auth/login', token: null, body: { command: 'login', data: { email, password } } })
+
+type Page = { items: Array<Account & { password_hash?: string }>; total: number; page: number; page_size: number }
+
+async function world(t: Test, db?: Awaited<ReturnType<typeof freshDatabase>>) {
+  const ta = await buildTestApp(t, db !== undefined ? { db } : {})
+  const owner1 = await onboard(ta, 'm1')
+  const owner2 = await onboard(ta, 'm2')
+  const clerk = await register(ta, { email: 'Clerk.One@m1.example', sub_role_code: 'clerk', merchant_id: 'm1', name: 'Clerk 50%_off' })
+  const viewer = await register(ta, { email: 'viewer@m1.example', sub_role_code: 'viewer', merchant_id: 'm1' })
+  const other = await register(ta, { email: 'clerk@m2.example', sub_role_code: 'clerk', merchant_id: 'm2' })
+  const staff = await register(ta, { email: 'staff@example.com', sub_role_code: 'support' })
+  return { ta, owner1, owner2, clerk, viewer, other, staff }
+}
+
+t.test('listing and reading accounts', async (t) => {
+  const { ta, owner1, clerk, other, staff } = await world(t)
+  const list = async (query: string, token = ta.rootToken) => {
+    const res = await ta.call({ method: 'GET', url: `/v2/admin/accounts${query}`, token })
+    t.equal(res.statusCode, 200, `${query}: ${res.body}`)
+    return (res.json() as { data: Page }).data
+  }
+  const all = await list('')
+  t.equal(all.total, 7, 'root sees every account')
+  t.equal(all.items[0]?.email, staff.email, 'newest first')
+  t.ok(all.items.every((a) => a.status === 'active' && a.password_hash === undefined), 'with their status, never a hash')
+  t.same((await list('?merchant_id=m1')).items.map((a) => a.email).sort(), ['Clerk.One@m1.example', 'owner@m1.example', 'viewer@m1.example'])
+  t.same((await list('?sub_role_code=clerk')).items.map((a) => a.id).sort(), [clerk.id, other.id].sort())
+  t.same((await list('?q=CLERK.one')).items.map((a) => a.id), [clerk.id], 'q: case-insensitive substring of the e-mail')
+  t.same((await list('?q=50%25_')).items.map((a) => a.id), [clerk.id], 'q: of the name, with LIKE wildcards taken literally')
+  t.equal((await list('?q=5_')).total, 0)
+  const paged = await list('?page=2&page_size=3')
+  t.same([paged.page, paged.page_size, paged.total, paged.items.length], [2, 3, 7, 3])
+
+  const ownerToken = ta.tokenFor(owner1)
+  const mine = await list('?merchant_id=m2', ownerToken)
+  t.same(mine.items.map((a) => a.merchant_id), ['m1', 'm1', 'm1'], 'a merchant caller sees only its merchant, whatever it asks')
+  t.equal((await ta.call({ method: 'GET', url: `/v2/admin/accounts/${clerk.id}`, token: ownerToken })).statusCode, 200)
+  expectError(t, await ta.call({ method: 'GET', url: `/v2/admin/accounts/${other.id}`, token: ownerToken }), 404, '401')
+  expectError(t, await ta.call({ method: 'GET', url: `/v2/admin/accounts/${staff.id}`, token: ownerToken }), 404, '401')
+  expectError(t, await ta.call({ method: 'GET', url: '/v2/admin/accounts/00000000-0000-4000-8000-000000000000' }), 404, '401')
+  expectError(t, await ta.call({ method: 'GET', url: '/v2/admin/accounts', token: ta.tokenFor(clerk) }), 403, '300')
+  expectError(t, await ta.call({ method: 'GET', url: '/v2/admin/accounts?status=asleep' }), 400, '100')
+})
+
+t.test('change-sub-role: one transaction, at once in checks and guards, never an escalation', async (t) => {
+  const { ta, owner1, clerk, viewer } = await world(t)
+  t.equal((await grant(ta, 'auditor', 'reports', 'read', 'm1')).statusCode, 200)
+  const move = (id: string, code: string, token = ta.rootToken) =>
+    ta.call({ method: 'POST', url: `/v2/admin/accounts/${id}/sub-role`, token, body: { command: 'change-sub-role', data: { sub_role_code: code } } })
+  const check = async (user: Account) =>
+    ((await ta.call({ method: 'GET', url: `/v2/authz/check?obj=reports&act=read&user_id=${user.id}` })).json() as { data: { allowed: boolean } }).data.allowed
+
+  t.equal(await check(clerk), false)
+  const moved = await move(clerk.id, 'auditor')
+  t.equal(moved.statusCode, 200)
+  const data = (moved.json() as { data: { changed: boolean; revision: number; account: Account } }).data
+  t.same([data.changed, data.account.sub_role_code], [true, 'auditor'])
+  t.equal(await check(clerk), true, 'the new sub-role counts at once')
+  const rows = await ta.service.db.query("SELECT v1, v2 FROM casbin_rule WHERE ptype = 'g' AND v0 = $1", [clerk.id])
+  t.same(rows.rows, [{ v1: 'auditor', v2: 'm1' }], 'the g row moved')
+  const audit = await ta.service.db.query("SELECT target_id FROM permission_audit WHERE action = 'role_changed'")
+  t.same(audit.rows, [{ target_id: clerk.id }], 'audited once')
+  t.equal(((await move(clerk.id, 'auditor')).json() as { data: { changed: boolean } }).data.changed, false, 'a repeat changes nothing')
+  t.equal((await ta.service.db.query("SELECT 1 FROM permission_audit WHERE action = 'role_changed'")).rows.length, 1)
+
+  expectError(t, await move(viewer.id, 'super_admin'), 400, '108')
+  expectError(t, await move(owner1.id, 'clerk'), 400, '108')
+
+  // A merchant manager with admin:manage may hand out only what it holds.
+  const manager = await register(ta, { email: 'manager@m1.example', sub_role_code: 'manager', merchant_id: 'm1' }, ta.tokenFor(owner1))
+  for (const [obj, act] of [
+    ['admin', 'manage'],
+    ['admin', 'read'],
+  ]) {
+    t.equal((await grant(ta, 'manager', obj as string, act as string, 'm1')).statusCode, 200)
+  }
+  expectError(t, await move(viewer.id, 'auditor', ta.tokenFor(manager)), 403, '302')
+  t.equal((await grant(ta, 'manager', 'reports', 'read', 'm1')).statusCode, 200)
+  t.equal((await move(viewer.id, 'auditor', ta.tokenFor(manager))).statusCode, 200, 'once it holds reports:read itself')
+  expectError(t, await move(clerk.id, 'viewer', ta.tokenFor(clerk)), 403, '300')
+})
+
+t.test('deactivate and reactivate: tokens, logins and checks refused at once', async (t) => {
+  const { ta, owner1, clerk } = await world(t)
+  const token = ta.tokenFor(clerk)
+  const profile = () => ta.call({ method: 'GET', url: '/v2/profile', token })
+  t.equal((await profile()).statusCode, 200, 'the token works (and is now in the verified-token cache)')
+  t.equal((await grant(ta, 'clerk', 'orders', 'read', 'm1')).statusCode, 200)
+  const status = (id: string, what: 'deactivate' | 'reactivate', as = ta.rootToken) =>
+    ta.call({ method: 'POST', url: `/v2/admin/accounts/${id}/${what}`, token: as, body: { command: `${what}-admin`, data: {} } })
+
+  const off = await status(clerk.id, 'deactivate')
+  t.equal(off.statusCode, 200)
+  t.equal((off.json() as { data: { account: Account } }).data.account.status, 'deactivated')
+  expectError(t, await profile(), 401, '201')
+  expectError(t, await login(ta, 'clerk.one@m1.example', 'admin-pass-123'), 401, '203')
+  const check = await ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=read&user_id=${clerk.id}` })
+  t.same((check.json() as { data: unknown }).data, { allowed: false }, 'checks about it answer false')
+  const listed = await ta.call({ method: 'GET', url: '/v2/admin/accounts?status=deactivated' })
+  t.same((listed.json() as { data: Page }).data.items.map((a) => a.id), [clerk.id])
+  t.equal(((await status(clerk.id, 'deactivate')).json() as { data: { changed: boolean } }).data.changed, false, 'idempotent')
+
+  t.equal((await status(clerk.id, 'reactivate')).statusCode, 200)
+  t.equal((await profile()).statusCode, 200, 'the same token works again')
+  t.equal((await login(ta, 'clerk.one@m1.example', 'admin-pass-123')).statusCode, 200)
+  const actions = await ta.service.db.query("SELECT action FROM permission_audit WHERE target_id = $1 AND action IN ('deactivated', 'reactivated') ORDER BY id", [clerk.id])
+  t.same(actions.rows.map((r) => r.action), ['deactivated', 'reactivated'])
+
+  // Root accounts: only root callers; the last system owner stays on.
+  const manager = await register(ta, { email: 'm@example.com', sub_role_code: 'ops' })
+  t.equal((await grant(ta, 'ops', 'admin', 'manage', 'global')).statusCode, 200)
+  expectError(t, await status(owner1.id, 'deactivate', ta.tokenFor(manager)), 403, '302')
+  t.equal((await status(owner1.id, 'deactivate')).statusCode, 200, 'root may switch a merchant super_admin off')
+  expectError(t, await status(ta.root.id, 'deactivate'), 409, '502')
+})
+
+t.test('change-password and password reset refuse every older token', async (t) => {
+  const db = await freshDatabase(t)
+  const { ta, clerk } = await world(t, db)
+  const oldToken = ta.tokenFor(clerk)
+  t.equal((await ta.call({ method: 'GET', url: '/v2/profile', token: oldToken })).statusCode, 200)
+  const change = (current: string, next: string, token: string) =>
+    ta.call({ method: 'POST', url: '/v2/profile/password', token, body: { command: 'change-password', data: { current_password: current, new_password: next } } })
+
+  const wrong = await change('not-my-password', 'a-new-passphrase', oldToken)
+  expectError(t, wrong, 400, '100')
+  t.match(wrong.body, /current_password/)
+  expectError(t, await change('admin-pass-123', 'short', oldToken), 400, '100')
+
+  const changed = await change('admin-pass-123', 'a-new-passphrase', oldToken)
+  t.equal(changed.statusCode, 200)
+  const fresh = (changed.json() as { data: { access_token: string; revision: number } }).data
+  expectError(t, await ta.call({ method: 'GET', url: '/v2/profile', token: oldToken }), 401, '201')
+  t.equal((await ta.call({ method: 'GET', url: '/v2/profile', token: fresh.access_token })).statusCode, 200, 'the answer carries a token that works')
+  expectError(t, await login(ta, 'clerk.one@m1.example', 'admin-pass-123'), 401, '203')
+  t.equal((await login(ta, 'clerk.one@m1.example', 'a-new-passphrase')).statusCode, 200)
+
+  const out: string[] = []
+  const code = await runCli(['password', 'reset', '--email', 'CLERK.ONE@m1.example'], {
+    env: { DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
+    db,
+    io: { out: (line) => out.push(line), err: (line) => out.push(line) },
+  })
+  t.equal(code, 0, out.join('\n'))
+  const printed = /new password for .*: (\S+)$/.exec(out[0] ?? '')?.[1] ?? ''
+  t.ok(printed.length >= 20, 'a long random password, printed once')
+  await ta.service.replica.sync()
+  expectError(t, await ta.call({ method: 'GET', url: '/v2/profile', token: fresh.access_token }), 401, '201')
+  t.equal((await login(ta, 'clerk.one@m1.example', printed)).statusCode, 200, 'the printed password works')
+  const actions = await db.query("SELECT action, actor_id FROM permission_audit WHERE target_id = $1 AND action LIKE 'password%' ORDER BY id", [clerk.id])
+  t.same(actions.rows, [
+    { action: 'password_changed', actor_id: clerk.id },
+    { action: 'password_reset', actor_id: 'system' },
+  ])
+  const missing = await runCli(['password', 'reset', '--email', 'nobody@example.com'], {
+    env: { DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
+    db,
+    io: { out: () => undefined, err: () => undefined },
+  })
+  t.equal(missing, 1)
+  t.equal(ROOT_EMAIL.length > 0, true)
+})
+
+t.test('on another replica a deactivation refuses the token within a second', { skip: backend === 'postgres' ? false : 'needs PostgreSQL' }, async (t) => {
+  const db = await freshDatabase(t)
+  const { ta, clerk } = await world(t, db)
+  const b = await buildTestApp(t, { db: secondConnection(t, db) })
+  const token = ta.tokenFor(clerk)
+  t.equal((await b.call({ method: 'GET', url: '/v2/profile', token })).statusCode, 200, "B admits the clerk's token")
+  const off = await ta.call({ method: 'POST', url: `/v2/admin/accounts/${clerk.id}/deactivate`, body: { command: 'deactivate-admin', data: {} } })
+  t.equal(off.statusCode, 200)
+  const started = Date.now()
+  let status = 200
+  while (status === 200 && Date.now() - started < 1000) {
+    status = (await b.call({ method: 'GET', url: '/v2/profile', token })).statusCode
+    if (status === 200) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  t.equal(status, 401, `B refuses it (${Date.now() - started} ms)`)
+})
