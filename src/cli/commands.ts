@@ -8,8 +8,17 @@ import { createTokenIssuer } from '../security/tokens.js'
 import { findAccountByEmail } from '../storage/accounts.js'
 import type { Database } from '../storage/db.js'
 import { migrate } from '../storage/migrate.js'
-import { checkBootstrapInput, checkOnboardInput, parseOptions, parseTtl } from './inputs.js'
-import { checkModel } from './modelCheck.js'
+import { UsageError, checkBootstrapInput, checkOnboardInput, parseOptions, parseTtl } from './inputs.js'
+import {
+  checkModel,
+  compareModels,
+  comparisonSpace,
+  failedDecisions,
+  loadComparisonModel,
+  readDecisions,
+  readPolicyFile,
+  type PolicySource,
+} from './modelCheck.js'
 
 export interface CliIo {
   out(line: string): void
@@ -25,7 +34,12 @@ export const USAGE = `usage: admin-permission-service <command> [options]
   onboard-merchant --merchant-id M --email E --password P [--name N] [--phone X]
                                                   create a merchant and its super_admin
   token --email E [--ttl 1h]                      print an access token for an account (ttl: 30m, 1h, 2d or seconds)
-  model check [--model F]                         validate a Casbin model and replay the stored policy through it
+  model check [--model F] [--decisions F] [--policy F] [--against OLD]
+                                                  validate a Casbin model and replay the policy through it; with
+                                                  --decisions, check each "sub, dom, obj, act -> allow|deny" line of F
+                                                  (on the p/g lines in F, or --policy F, a Casbin CSV, or else the
+                                                  stored policy); with --against, list every decision of the policy's
+                                                  subjects that differs from model OLD; exit 1 when any fails or differs
   migrate                                         apply the SQL migrations in sql/
   audit verify                                    walk the audit hash chain; exit 1 naming the first tampered row
 
@@ -110,12 +124,32 @@ export async function tokenCommand(ctx: CliContext, args: string[]): Promise<num
 }
 
 export async function modelCheckCommand(ctx: CliContext, args: string[]): Promise<number> {
-  const o = parseOptions(args, { model: { type: 'string' } })
-  return withDatabase(ctx, async (db) => {
-    await migrate(db)
-    const report = await checkModel(db, o.model ?? ctx.config.modelPath)
+  const o = parseOptions(args, { model: { type: 'string' }, decisions: { type: 'string' }, policy: { type: 'string' }, against: { type: 'string' } })
+  const modelPath = o.model ?? ctx.config.modelPath
+  const decisions = o.decisions === undefined ? null : readDecisions(o.decisions)
+  const ownRules = decisions?.rules ?? null
+  if (o.policy !== undefined && ownRules !== null) {
+    throw new UsageError(`${o.decisions ?? ''} has a policy of its own (p and g lines): drop them or --policy`)
+  }
+  const filePolicy =
+    o.policy !== undefined
+      ? { path: o.policy, rules: readPolicyFile(o.policy) }
+      : ownRules !== null
+        ? { path: o.decisions ?? '', rules: ownRules }
+        : null
+
+  const check = async (source: PolicySource, db?: Database): Promise<number> => {
+    // Everything is evaluated before anything is printed: a model that cannot be evaluated prints one error and no claim.
+    const checked = await checkModel(modelPath, source)
+    const before = o.against === undefined ? null : await loadComparisonModel(o.against, source, checked.rules)
+    const failed = decisions === null ? [] : await failedDecisions(checked.enforcer, decisions)
+    const space = before === null ? null : await comparisonSpace(checked.rules, db)
+    const differences = before === null || space === null ? [] : await compareModels(before, checked.enforcer, space)
+
+    const { report } = checked
+    const what = source.kind === 'stored' ? 'the stored policy' : source.label
     ctx.io.out(
-      `model ${report.path} is valid; the stored policy loads through it: ${report.pRules} p rules (overrides included), ` +
+      `model ${report.path} is valid; ${what} loads through it: ${report.pRules} p rules${source.kind === 'stored' ? ' (overrides included)' : ''}, ` +
         `${report.gRules} g rules; ${report.probes} requests replayed`,
     )
     ctx.io.out(
@@ -123,7 +157,34 @@ export async function modelCheckCommand(ctx: CliContext, args: string[]): Promis
         ? 'decisions will use the decision index'
         : 'the model differs from the one the decision index implements: decisions will use enforce() with a cache',
     )
-    return 0
+    const problems: string[] = []
+    if (decisions !== null) {
+      for (const f of failed) {
+        ctx.io.out(`${decisions.path}:${f.line}: ${f.request.join(', ')} -> ${f.allow ? 'allow' : 'deny'}, but the model says ${f.actual ? 'allow' : 'deny'}`)
+      }
+      const total = decisions.decisions.length
+      if (failed.length === 0) ctx.io.out(`decisions in ${decisions.path}: all ${total} hold`)
+      else problems.push(`${failed.length} of ${total} decisions in ${decisions.path} do not hold`)
+    }
+    if (space !== null) {
+      const asked = space.subjects.length * space.domains.length * space.pairs.length
+      ctx.io.out(
+        `compared with ${o.against ?? ''}: ${space.subjects.length} subjects x ${space.domains.length} domains x ${space.pairs.length} pairs = ` +
+          `${asked} requests; ${differences.length === 0 ? 'no decision differs' : `${differences.length} differ (${o.against ?? ''} -> ${report.path}):`}`,
+      )
+      for (const d of differences) ctx.io.out(`  ${d.request.join(', ')}: ${d.before ? 'allow' : 'deny'} -> ${d.after ? 'allow' : 'deny'}`)
+      if (differences.length > 0) problems.push(`${differences.length} decisions differ from ${o.against ?? ''}`)
+    }
+    if (problems.length === 0) return 0
+    ctx.io.err(`model check failed: ${problems.join('; ')}`)
+    return 1
+  }
+
+  // A policy from a file needs no database: CI checks the model without one.
+  if (filePolicy !== null) return check({ kind: 'rules', label: `the policy in ${filePolicy.path}`, rules: filePolicy.rules })
+  return withDatabase(ctx, async (db) => {
+    await migrate(db)
+    return check({ kind: 'stored', db }, db)
   })
 }
 

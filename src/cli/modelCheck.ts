@@ -1,7 +1,9 @@
-import { newEnforcer, type Enforcer } from 'casbin'
+import { readFileSync } from 'node:fs'
+import { newEnforcer, type Adapter, type Enforcer, type Model } from 'casbin'
 import { StorageAdapter } from '../engine/adapter.js'
 import { isReferenceModel } from '../engine/engine.js'
 import { ModelError, parseModel, readModel } from '../engine/model.js'
+import { listCatalog } from '../storage/catalog.js'
 import type { Queryable } from '../storage/db.js'
 
 export interface ModelReport {
@@ -12,11 +14,29 @@ export interface ModelReport {
   reference: boolean
 }
 
-/** At most this many stored rules are replayed as requests: each request walks every p rule. */
+/** Casbin rules as the model sees them: `p` rows (sub, dom, obj, act, eft) and `g` rows (user or role, role, domain). */
+export interface PolicyRules {
+  p: string[][]
+  g: string[][]
+}
+
+/**
+ * Where a check's policy comes from: the store (casbin_rule plus the per-user
+ * overrides, exactly as the service loads them), or rules read from a file,
+ * which needs no database at all.
+ */
+export type PolicySource = { kind: 'stored'; db: Queryable } | { kind: 'rules'; label: string; rules: PolicyRules }
+
+const describeSource = (source: PolicySource) => (source.kind === 'stored' ? 'the stored policy' : source.label)
+
+/** A decisions file or a policy file that cannot be read; named with the file and line. */
+export class InputFileError extends ModelError {}
+
+/** At most this many policy rules are replayed as requests: each request walks every p rule. */
 const MAX_PROBES = 25
 
 /**
- * Requests built from stored rules: each p rule asked back by a user holding
+ * Requests built from policy rules: each p rule asked back by a user holding
  * its subject (or by the subject itself), in the rule's domain. Casbin
  * compiles the matcher and the effect only when it evaluates a request, and
  * short-circuits on the first comparisons, so a request that matches a real
@@ -46,9 +66,9 @@ async function replay(enforcer: Enforcer, requests: string[][], what: string): P
 }
 
 /**
- * With no stored rules Casbin evaluates the matcher once against empty policy
- * values and does not check the result's type, so an empty store proves
- * little: the model is also run on one synthetic grant of its own.
+ * With no rules Casbin evaluates the matcher once against empty policy values
+ * and does not check the result's type, so an empty policy proves little: the
+ * model is also run on one synthetic grant of its own.
  */
 async function replaySynthetic(text: string): Promise<void> {
   let enforcer: Enforcer
@@ -63,25 +83,244 @@ async function replaySynthetic(text: string): Promise<void> {
   await replay(enforcer, [['probe-user', 'global', 'probe-object', 'probe-action']], 'a role grant')
 }
 
+/** Hands rules already in memory to a model; read-only like the storage adapter. */
+class RulesAdapter implements Adapter {
+  constructor(private readonly rules: PolicyRules) {}
+
+  async loadPolicy(model: Model): Promise<void> {
+    // Copies, so that two enforcers given the same rules never share a row.
+    for (const rule of this.rules.p) model.model.get('p')?.get('p')?.policy.push([...rule])
+    for (const rule of this.rules.g) model.model.get('g')?.get('g')?.policy.push([...rule])
+  }
+
+  async savePolicy(): Promise<boolean> {
+    throw new Error('a checked policy is never saved')
+  }
+
+  async addPolicy(): Promise<void> {
+    throw new Error('a checked policy is never changed')
+  }
+
+  async removePolicy(): Promise<void> {
+    throw new Error('a checked policy is never changed')
+  }
+
+  async removeFilteredPolicy(): Promise<void> {
+    throw new Error('a checked policy is never changed')
+  }
+}
+
+export interface CheckedModel {
+  report: ModelReport
+  enforcer: Enforcer
+  /** The policy as loaded, to run another model on the very same rules. */
+  rules: PolicyRules
+}
+
+function loadedRules(enforcer: Enforcer): PolicyRules {
+  const loaded = enforcer.getModel().model
+  return { p: loaded.get('p')?.get('p')?.policy ?? [], g: loaded.get('g')?.get('g')?.policy ?? [] }
+}
+
 /**
- * Parses the model, loads the stored policy through it exactly as the
- * service does (casbin_rule plus the per-user overrides) and replays sample
- * requests. Throws ModelError when the model is invalid or the policy does
- * not load or evaluate.
+ * Parses the model, loads the policy through it (the stored one exactly as
+ * the service does, or the given rules) and replays sample requests. Throws
+ * ModelError when the model is invalid or the policy does not load or
+ * evaluate.
  */
-export async function checkModel(db: Queryable, path: string): Promise<ModelReport> {
+export async function checkModel(path: string, source: PolicySource): Promise<CheckedModel> {
   const { text, model } = readModel(path)
   await replaySynthetic(text)
   let enforcer: Enforcer
   try {
-    enforcer = await newEnforcer(model, new StorageAdapter(db))
+    enforcer = await newEnforcer(model, source.kind === 'stored' ? new StorageAdapter(source.db) : new RulesAdapter(source.rules))
   } catch (error) {
-    throw new ModelError(`the stored policy does not load through the model: ${(error as Error).message}`)
+    throw new ModelError(`${describeSource(source)} does not load through the model: ${(error as Error).message}`)
   }
-  const loaded = enforcer.getModel().model
-  const p = loaded.get('p')?.get('p')?.policy ?? []
-  const g = loaded.get('g')?.get('g')?.policy ?? []
-  const requests = probeRequests(p, g)
-  await replay(enforcer, requests, 'the stored policy')
-  return { path, pRules: p.length, gRules: g.length, probes: requests.length + 1, reference: isReferenceModel(model) }
+  const rules = loadedRules(enforcer)
+  const requests = probeRequests(rules.p, rules.g)
+  await replay(enforcer, requests, describeSource(source))
+  return {
+    report: { path, pRules: rules.p.length, gRules: rules.g.length, probes: requests.length + 1, reference: isReferenceModel(model) },
+    enforcer,
+    rules,
+  }
+}
+
+/** A second model (the one being replaced) on the same rules, checked the same way; its problems name it. */
+export async function loadComparisonModel(path: string, source: PolicySource, rules: PolicyRules): Promise<Enforcer> {
+  const same: PolicySource = { kind: 'rules', label: describeSource(source), rules }
+  try {
+    return (await checkModel(path, same)).enforcer
+  } catch (error) {
+    if (error instanceof ModelError && !error.message.includes(path)) throw new ModelError(`--against ${path}: ${error.message}`)
+    throw error
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Decisions files and policy files
+
+export type Request = [sub: string, dom: string, obj: string, act: string]
+
+export interface Decision {
+  line: number
+  request: Request
+  allow: boolean
+}
+
+export interface DecisionsFile {
+  path: string
+  decisions: Decision[]
+  /** The `p, …` and `g, …` lines of the file; null when it has none (the decisions then run on the stored policy). */
+  rules: PolicyRules | null
+}
+
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new InputFileError(`cannot read the ${what} at ${path}: ${(error as Error).message}`)
+  }
+}
+
+/** Comma-separated values, trimmed; every one must be there (Casbin would match an empty field against empty request values). */
+function fields(text: string, count: number, where: string, shape: string): string[] {
+  const values = text.split(',').map((v) => v.trim())
+  if (values.length !== count || values.some((v) => v === '')) throw new InputFileError(`${where}: expected ${shape}, not "${text.trim()}"`)
+  return values
+}
+
+/**
+ * One policy line, in the shapes the service stores (casbin_rule's p and g
+ * rows): any other shape would check a policy the service can never hold.
+ */
+function policyLine(body: string, where: string, rules: PolicyRules): void {
+  if (body.startsWith('p')) {
+    const values = fields(body, 6, where, 'p, <sub-role or user id>, <domain>, <obj>, <act>, <allow|deny>').slice(1)
+    const eft = values[4] ?? ''
+    if (eft !== 'allow' && eft !== 'deny') throw new InputFileError(`${where}: the effect must be allow or deny, not "${eft}"`)
+    rules.p.push(values)
+  } else {
+    rules.g.push(fields(body, 4, where, 'g, <user id or sub-role>, <sub-role>, <domain>').slice(1))
+  }
+}
+
+const POLICY_LINE = /^[pg]\s*,/
+
+function parseLines(path: string, text: string, onLine: (body: string, where: string, line: number) => void): void {
+  text.split(/\r?\n/).forEach((raw, index) => {
+    // No stored value can hold '#' (codes, domains, pairs and user ids are all restricted), so it always starts a comment.
+    const body = raw.replace(/#.*$/, '').trim()
+    if (body !== '') onLine(body, `${path}:${index + 1}`, index + 1)
+  })
+}
+
+/**
+ * A decisions file: `user-or-role, domain, obj, act -> allow|deny` lines,
+ * `#` comments, blank lines, and optionally the policy they are decided on
+ * as Casbin CSV lines (`p, …` and `g, …`).
+ */
+export function readDecisions(path: string): DecisionsFile {
+  const decisions: Decision[] = []
+  const rules: PolicyRules = { p: [], g: [] }
+  parseLines(path, readText(path, 'decisions file'), (body, where, line) => {
+    const arrow = body.split('->')
+    if (arrow.length === 1 && POLICY_LINE.test(body)) return policyLine(body, where, rules)
+    const shape = '<user or sub-role>, <domain>, <obj>, <act> -> allow|deny'
+    if (arrow.length !== 2) throw new InputFileError(`${where}: expected ${shape} or a policy line (p, … or g, …), not "${body}"`)
+    const expected = (arrow[1] as string).trim()
+    if (expected !== 'allow' && expected !== 'deny') throw new InputFileError(`${where}: a decision ends in -> allow or -> deny, not "-> ${expected}"`)
+    decisions.push({ line, request: fields(arrow[0] as string, 4, where, shape) as Request, allow: expected === 'allow' })
+  })
+  if (decisions.length === 0) throw new InputFileError(`${path} holds no decision (lines such as "clerk, m-1, orders, refund -> allow")`)
+  return { path, decisions, rules: rules.p.length + rules.g.length > 0 ? rules : null }
+}
+
+/** A Casbin policy CSV (`p, …` and `g, …` lines, `#` comments), as Casbin's file adapter reads one. */
+export function readPolicyFile(path: string): PolicyRules {
+  const rules: PolicyRules = { p: [], g: [] }
+  parseLines(path, readText(path, 'policy file'), (body, where) => {
+    if (!POLICY_LINE.test(body)) throw new InputFileError(`${where}: a policy line starts with p or g, not "${body}"`)
+    policyLine(body, where, rules)
+  })
+  return rules
+}
+
+export interface FailedDecision extends Decision {
+  /** What the model decided instead. */
+  actual: boolean
+}
+
+async function decide(enforcer: Enforcer, request: Request, what: string): Promise<boolean> {
+  try {
+    return await enforcer.enforce(...request)
+  } catch (error) {
+    throw new ModelError(`the model cannot evaluate ${what} (request ${JSON.stringify(request)}): ${(error as Error).message}`)
+  }
+}
+
+/**
+ * Asks Casbin alone (enforce() on the model and the policy): the root bypass,
+ * the catalog and the tenant rule sit outside the model, and the model is
+ * what a platform engineer edits and what these decisions pin down.
+ */
+export async function failedDecisions(enforcer: Enforcer, file: DecisionsFile): Promise<FailedDecision[]> {
+  const failed: FailedDecision[] = []
+  for (const decision of file.decisions) {
+    const actual = await decide(enforcer, decision.request, `${file.path}:${decision.line}`)
+    if (actual !== decision.allow) failed.push({ ...decision, actual })
+  }
+  return failed
+}
+
+// ---------------------------------------------------------------------------
+// Comparing two models
+
+export interface ComparisonSpace {
+  subjects: string[]
+  domains: string[]
+  pairs: Array<[obj: string, act: string]>
+}
+
+export interface Difference {
+  request: Request
+  before: boolean
+  after: boolean
+}
+
+const sorted = (values: Iterable<string>) => [...new Set(values)].sort()
+const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/**
+ * Every subject the policy names (p subjects, g members and roles) in every
+ * domain it names (and `global`), for every pair the catalog or a rule names.
+ * A model can only ever be asked about these, so these are the decisions a
+ * model change can move.
+ */
+export async function comparisonSpace(rules: PolicyRules, db?: Queryable): Promise<ComparisonSpace> {
+  const pairs = new Map<string, [string, string]>()
+  const addPair = (obj: string, act: string) => pairs.set(`${obj}\u0000${act}`, [obj, act])
+  if (db !== undefined) for (const entry of await listCatalog(db)) addPair(entry.obj, entry.act)
+  for (const [, , obj = '', act = ''] of rules.p) addPair(obj, act)
+  return {
+    subjects: sorted([...rules.p.map((r) => r[0] ?? ''), ...rules.g.flatMap((r) => [r[0] ?? '', r[1] ?? ''])].filter((s) => s !== '')),
+    domains: sorted(['global', ...rules.p.map((r) => r[1] ?? ''), ...rules.g.map((r) => r[2] ?? '')].filter((d) => d !== '')),
+    pairs: [...pairs.values()].sort(([o1, a1], [o2, a2]) => byCodeUnits(o1, o2) || byCodeUnits(a1, a2)),
+  }
+}
+
+export async function compareModels(before: Enforcer, after: Enforcer, space: ComparisonSpace): Promise<Difference[]> {
+  const differences: Difference[] = []
+  for (const sub of space.subjects) {
+    for (const dom of space.domains) {
+      for (const [obj, act] of space.pairs) {
+        const request: Request = [sub, dom, obj, act]
+        const was = await decide(before, request, 'the compared model')
+        const is = await decide(after, request, 'the model')
+        if (was !== is) differences.push({ request, before: was, after: is })
+      }
+    }
+  }
+  return differences
 }
