@@ -52,6 +52,8 @@ const opArb = (pairCount: number) => {
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('override-revoke' as const), user: fc.nat(), domain: domainArb, pair }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('link' as const), from: roleArb, to: roleArb, domain: domainArb, add: fc.boolean() }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('reload' as const) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('move' as const), user: fc.nat(), role: roleArb }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('status' as const), user: fc.nat(), active: fc.boolean() }) },
   )
 }
 
@@ -124,7 +126,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
         return found
       }
       const oracle = (u: Account, domain: string, pair: Pair): boolean => {
-        if (!active(pair)) return false
+        if (!active(pair) || u.status === 'deactivated') return false
         if (u.principal_type === 'merchant' && u.merchant_id !== domain) return false
         if (service.engine.isRootRole(u.sub_role_code)) return true
         const home = homeDomain(u)
@@ -152,7 +154,8 @@ async function differential(t: Test, label: string, env: Record<string, string>,
           for (const domain of DOMAINS) {
             for (const pair of pairs) {
               compared++
-              if (service.engine.decide(u, domain, pair.obj, pair.act) !== oracle(u, domain, pair)) {
+              // The service's own account (its sub-role and status as the feed left them), not the test's copy.
+              if (service.engine.decide(service.accounts.peek(u.id) ?? u, domain, pair.obj, pair.act) !== oracle(u, domain, pair)) {
                 mismatches++
                 t.fail(`${label} after ${after}: ${u.principal_type}/${u.sub_role_code} in ${domain} ${pair.obj}:${pair.act}`)
               }
@@ -164,6 +167,22 @@ async function differential(t: Test, label: string, env: Record<string, string>,
       for (const op of w.ops) {
         if (op.kind === 'reload') {
           await service.reload()
+        } else if (op.kind === 'move' || op.kind === 'status') {
+          // Sub-role changes and deactivations go through the API; the oracle reads the account as it now is.
+          const index = users.indexOf(grantees[op.user % grantees.length] as Account)
+          const user = users[index] as Account
+          const res =
+            op.kind === 'move'
+              ? await ta.call({ method: 'POST', url: `/v2/admin/accounts/${user.id}/sub-role`, body: { command: 'change-sub-role', data: { sub_role_code: op.role } } })
+              : await ta.call({
+                  method: 'POST',
+                  url: `/v2/admin/accounts/${user.id}/${op.active ? 'reactivate' : 'deactivate'}`,
+                  body: { command: `${op.active ? 'reactivate' : 'deactivate'}-admin`, data: {} },
+                })
+          if (res.statusCode !== 200) throw new Error(`${op.kind} failed: ${res.body}`)
+          const updated = (res.json() as { data: { account: Account } }).data.account
+          users[index] = updated
+          grantees[grantees.indexOf(user)] = updated
         } else if (op.kind === 'link') {
           // Role inheritance is not an API command, but the model honours it: write rows as another tool would.
           if (op.from === op.to) continue
@@ -229,9 +248,10 @@ async function differential(t: Test, label: string, env: Record<string, string>,
               const expected = oracle(u, domain, pair)
               const casbin =
                 active(pair) &&
+                u.status !== 'deactivated' &&
                 (u.principal_type !== 'merchant' || u.merchant_id === domain) &&
                 (service.engine.isRootRole(u.sub_role_code) || service.engine.enforce(u.id, domain, pair.obj, pair.act))
-              const answers = [casbin, service.engine.decide(u, domain, pair.obj, pair.act), results[i]?.allowed]
+              const answers = [casbin, service.engine.decide(service.accounts.peek(u.id) ?? u, domain, pair.obj, pair.act), results[i]?.allowed]
               if (listed !== null) answers.push(listed.has(`${pair.obj}:${pair.act}`))
               if (domain === homeDomain(u)) {
                 const guarded = await guard.inject({ method: 'GET', url: `/guard/${pair.obj}/${pair.act}`, headers: { authorization: `Bearer ${token}` } })
@@ -247,7 +267,9 @@ async function differential(t: Test, label: string, env: Record<string, string>,
           const sample = pairs[compared % pairs.length] as Pair
           const single = await ta.call({ method: 'GET', url: `/v2/authz/check?obj=${sample.obj}&act=${sample.act}`, token })
           compared++
-          if ((single.json() as { data: { allowed: boolean } }).data.allowed !== oracle(u, homeDomain(u), sample)) {
+          // A deactivated account's own token is refused outright.
+          const own = single.statusCode === 401 ? false : (single.json() as { data: { allowed: boolean } }).data.allowed
+          if ((single.statusCode === 401) !== (u.status === 'deactivated') || own !== oracle(u, homeDomain(u), sample)) {
             mismatches++
             t.fail(`${label} ${phase}: single check for ${u.id} ${sample.obj}:${sample.act}`)
           }
