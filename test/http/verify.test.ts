@@ -78,10 +78,24 @@ t.test('forward auth', async (t) => {
   denied(await original('GET', '/orders/%E0%A4%A'), 'route map: a broken escape')
   denied(await verify('/v2/authz/verify'), 'nothing names a pair')
 
+  // Prefix form (Envoy ext_authz over HTTP): the client's method and path after the prefix, 200 when allowed.
+  const prefixed = (method: 'GET' | 'POST' | 'DELETE', path: string, headers: Record<string, string> = {}) =>
+    ta.app.inject({ method, url: `/v2/authz/verify${path}`, headers: { authorization: `Bearer ${token}`, ...headers } })
+  const ok = await prefixed('GET', '/orders/42?min_revision=999999&obj=orders&act=refund')
+  t.equal(ok.statusCode, 200, "prefix form: allowed is 200 (the client's query is not ours: no min_revision wait, no pair)")
+  t.equal(ok.body, '')
+  t.equal(ok.headers['x-authz-user-id'], clerk.id)
+  t.equal((await prefixed('GET', '/merchants/m1/payouts/2026')).statusCode, 200, 'prefix form: domain from the path')
+  denied(await prefixed('POST', '/orders/42/refund'), 'prefix form: refund not held')
+  denied(await prefixed('DELETE', '/orders/42'), 'prefix form: no entry for the method')
+  denied(await prefixed('GET', '/customers', { 'x-authz-obj': 'orders', 'x-authz-act': 'read' }), 'prefix form: headers cannot name the pair')
+  denied(await prefixed('GET', '/orders/1/../../customers'), 'prefix form: dot segments')
+
   // The gateway's path never waits on the database.
   await ta.service.db.close()
   allowed(await verify('/v2/authz/verify?obj=orders&act=read'), 'with the database closed')
   allowed(await original('GET', '/orders/1'), 'route map with the database closed')
+  t.equal((await prefixed('GET', '/orders/1')).statusCode, 200, 'prefix form with the database closed')
 })
 
 t.test('without a route map, only the query and headers name a pair', async (t) => {

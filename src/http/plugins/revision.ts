@@ -10,6 +10,8 @@ declare module 'fastify' {
     failClosedWhenStale?: boolean
     /** The route reads `min_revision` from its command's `data` rather than from the query string. */
     minRevisionInBody?: boolean
+    /** The query string is a proxied client's, not a request to this service: `min_revision` there is not ours. */
+    foreignQuery?: boolean
   }
 }
 
@@ -58,7 +60,7 @@ const revisionPlugin: FastifyPluginAsync<RevisionOptions> = async (app, { replic
     if (route.config?.public === true) return
     if (route.config?.failClosedWhenStale === true) route.onRequest = [...asArray(route.onRequest), failClosed]
     const reads = asArray(route.method).some((m) => m === 'GET' || m === 'HEAD')
-    if (reads && route.url.startsWith('/v2/')) route.onRequest = [...asArray(route.onRequest), fromQuery]
+    if (reads && route.url.startsWith('/v2/') && route.config?.foreignQuery !== true) route.onRequest = [...asArray(route.onRequest), fromQuery]
     if (route.config?.minRevisionInBody === true) route.preHandler = [...asArray(route.preHandler), fromBody]
   })
 }

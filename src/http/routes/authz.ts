@@ -33,6 +33,7 @@ const ANSWERS = { true: JSON.stringify(success({ allowed: true })), false: JSON.
 const VerifyQuery = ReadQuery({ obj: Type.Optional(Obj), act: Type.Optional(Act), domain: Type.Optional(Domain) })
 
 const PERMISSION_PART = new RegExp(PERMISSION_PART_PATTERN)
+const VERIFY_PREFIX = '/v2/authz/verify'
 const DOMAIN = new RegExp(DOMAIN_PATTERN)
 
 /** One header's value, when it is sent once. */
@@ -114,6 +115,32 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       reply.type('application/json; charset=utf-8').send(allowed ? ANSWERS.true : ANSWERS.false)
     },
   )
+  // Envoy's ext_authz over HTTP asks with the client's own method and with
+  // the client's path and query after this prefix, and allows only on 200:
+  // the pair comes from the route map alone (nothing the client sends can
+  // name it), and an allowed request answers 200 with no body.
+  app.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    url: '/v2/authz/verify/*',
+    config: { failClosedWhenStale: true, foreignQuery: true },
+    schema: {
+      tags: ['authz'],
+      summary: 'Forward auth in prefix form (Envoy ext_authz over HTTP): the original request is the path after the prefix, decided by the route map',
+      security: bearer,
+      response: { 200: Type.Null({ description: 'Allowed' }), 401: Type.Ref('ErrorEnvelope'), 403: Type.Ref('ErrorEnvelope') },
+    },
+    handler: (request, reply) => {
+      const account = callerOf(request).account
+      const original = request.url.slice(VERIFY_PREFIX.length)
+      const pair = routeMap?.match(request.method, original) ?? null
+      if (pair === null || (pair.domain !== undefined && !DOMAIN.test(pair.domain))) throw new ServiceError('PERMISSION_DENIED', { permission: 'unknown' })
+      if (!checkPermission(ctx, account, pair)) throw new ServiceError('PERMISSION_DENIED', { permission: `${pair.obj}:${pair.act}` })
+      reply.code(200).header('x-authz-user-id', account.id)
+      if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
+      reply.send()
+    },
+  })
+
   app.post(
     '/v2/authz/check-batch',
     {
