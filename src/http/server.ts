@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { buildService, type Service } from '../compose.js'
 import { loadConfig, type Config } from '../config.js'
 import { ServiceError } from '../domain/errors.js'
@@ -11,7 +12,7 @@ import { StorageUnavailableError, isStorageUnavailable, sqlState } from '../stor
 import { currentRevision } from '../storage/revision.js'
 import app, { BODY_LIMIT } from './app.js'
 import { mapError } from './errors.js'
-import { createLocalizer } from './i18n/index.js'
+import { createLocalizer, type Localizer } from './i18n/index.js'
 import { ConnectionDrain, EXIT_FORCED, stopGracefully, type Refusal } from './shutdown.js'
 
 /**
@@ -25,13 +26,123 @@ import { ConnectionDrain, EXIT_FORCED, stopGracefully, type Refusal } from './sh
 
 const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
 
-/** Fastify with the service's options: body limit, proxy trust, request ids (echoed in `x-request-id`), redacted logs. */
-export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy'>): FastifyInstance {
+/**
+ * A client's `x-request-id` is taken only when it is a short token of safe
+ * characters: anything else (long, spaces, quotes, control or non-ASCII
+ * characters) is ignored rather than cleaned, so logs never carry what a
+ * client chose to smuggle in.
+ */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+
+/** The client's request id when it is acceptable, else undefined. */
+function acceptedClientRequestId(header: string | string[] | undefined): string | undefined {
+  return typeof header === 'string' && CLIENT_REQUEST_ID.test(header) ? header : undefined
+}
+
+/**
+ * The `x-request-id` an answer carries: the client's own id when it sent an
+ * acceptable one (so it can match the answer to its request), else ours. The
+ * log always has ours as `reqId` and theirs beside it as `client_request_id`.
+ */
+function echoedRequestId(request: FastifyRequest): string {
+  return acceptedClientRequestId(request.headers['x-request-id']) ?? request.id
+}
+
+/** The locale a raw request asks for, read the way the locale plugin reads it (that plugin has not run for these answers). */
+function rawTranslator(localizer: Localizer, request: IncomingMessage) {
+  const query = request.url?.split('?')[1]
+  const lang = query !== undefined ? (new URLSearchParams(query).get('lang') ?? undefined) : undefined
+  const header = request.headers['accept-language']
+  return localizer.translator(localizer.negotiate(lang, header))
+}
+
+/** Every answer, whichever path produced it, tells browsers not to guess its content type. */
+const NOSNIFF = 'nosniff'
+
+/** How long a connection refused at the parser may still send before it is closed; see clientError. */
+const REFUSED_LINGER_MS = 1000
+
+/**
+ * Fastify with the service's options: body limit, proxy trust, request ids,
+ * redacted logs, and the service's envelope for what the router and the HTTP
+ * parser refuse before any route runs.
+ */
+export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLocale'>): FastifyInstance {
+  const localizer = createLocalizer(config.defaultLocale)
+
+  /**
+   * A path the router cannot read (a bad percent escape) or a path parameter
+   * over its length limit: 400 or 414 `604`, without echoing the path or
+   * naming the framework. No hook runs for these answers, so the headers
+   * every answer has are set here.
+   */
+  const frameworkError = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    const mapped = mapError(error, rawTranslator(localizer, request.raw), { bodyLimit: BODY_LIMIT })
+    if (mapped.internal) request.log.error({ err: error }, 'request failed')
+    else request.log.info({ response_code: mapped.body.response_code, status: mapped.status }, 'request refused')
+    void reply
+      .code(mapped.status)
+      .header('x-request-id', echoedRequestId(request))
+      .header('x-content-type-options', NOSNIFF)
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify(mapped.body))
+  }
+
+  // Sockets already answered: the parser reports every further chunk of a refused request again.
+  const refused = new WeakSet<Socket>()
+
+  /**
+   * What Node's HTTP parser refuses (malformed request line or headers,
+   * headers over 16 KB, a request that took too long to arrive) never reaches
+   * Fastify: the answer is written on the socket itself, as a complete
+   * HTTP/1.1 response with the service's envelope, in the default locale (the
+   * request's own headers could not be read). Status 431 for oversized
+   * headers, 408 for a timeout, 400 otherwise; always code `604`.
+   */
+  const clientError = (error: NodeJS.ErrnoException, socket: Socket): void => {
+    if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return
+    refused.add(socket)
+    // A response to an earlier request on this connection is under way: anything written now would corrupt it.
+    if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage != null) {
+      socket.destroy()
+      return
+    }
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const mapped = mapError(new ServiceError('BAD_REQUEST'), localizer.translator(localizer.defaultLocale), { bodyLimit: BODY_LIMIT })
+    const body = JSON.stringify(mapped.body)
+    const reqId = randomUUID()
+    // The parser's error carries the raw bytes received: only its code is logged.
+    fastify.log.info({ reqId, parserError: error.code, status, response_code: mapped.body.response_code }, 'request refused: not readable as HTTP')
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Content-Type-Options: ${NOSNIFF}\r\n` +
+        `X-Request-Id: ${reqId}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    )
+    // Closed only after a moment: destroying a socket whose client is still sending would reset the
+    // connection, and a reset can discard the answer before the client reads it.
+    const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS)
+    linger.unref()
+    socket.once('close', () => clearTimeout(linger))
+  }
+
   const fastify = Fastify({
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
-    requestIdHeader: 'x-request-id',
+    // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
+    requestIdHeader: false,
     genReqId: () => randomUUID(),
+    childLoggerFactory(logger, bindings, options, raw) {
+      // The bindings are this request's own object: adding to it costs no copy.
+      const clientId = acceptedClientRequestId(raw.headers['x-request-id'])
+      if (clientId !== undefined) bindings.client_request_id = clientId
+      return logger.child(bindings, options)
+    },
+    frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
     // Requests that arrive while stopping are refused by the runner with the service's envelope
     // (ConnectionDrain); Fastify's own 503 has a body of its own.
     return503OnClosing: false,
@@ -47,7 +158,8 @@ export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy'>): 
   drains.set(fastify, drain)
   // Callback style: an async hook would cost every request a promise.
   fastify.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id)
+    reply.header('x-request-id', echoedRequestId(request))
+    reply.header('x-content-type-options', NOSNIFF)
     // Once stopping, an answer tells its client not to send another request on this connection.
     if (drain.stopping) reply.header('connection', 'close')
     done(null, payload)

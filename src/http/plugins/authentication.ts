@@ -90,6 +90,17 @@ const BEARER_PREFIX = 'Bearer '
 const JWT_SHAPE = /^[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*$/
 
 /**
+ * Whether a credential uses the Bearer scheme, whose name is case-insensitive
+ * (RFC 7235): `bearer` and `BEARER` are as good as `Bearer`. Asked only on a
+ * cache miss: a header seen before, whatever its spelling, is found in the
+ * cache as it is, with no string made.
+ */
+function isBearer(header: string): boolean {
+  if (header.startsWith(BEARER_PREFIX)) return true
+  return header.length > BEARER_PREFIX.length && header.slice(0, BEARER_PREFIX.length).toLowerCase() === 'bearer '
+}
+
+/**
  * auth:admin. Verifies the bearer token, then loads the account it names (from
  * memory); a token whose type or merchant disagree with the account is refused.
  * The sub-role always comes from the account, never from the token.
@@ -141,7 +152,7 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
     // Only headers whose token verified are in the cache, so a hit needs no parsing.
     const claims = verified.get(header)
     if (claims === undefined) {
-      if (!header.startsWith(BEARER_PREFIX) || !JWT_SHAPE.test(header.slice(BEARER_PREFIX.length).trim())) {
+      if (!isBearer(header) || !JWT_SHAPE.test(header.slice(BEARER_PREFIX.length).trim())) {
         return done(new ServiceError('INVALID_TOKEN'))
       }
       verifyAndAdmit(request, header, undefined).then(() => done(), done)
