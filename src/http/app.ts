@@ -64,8 +64,11 @@ function declaredMethods(fastify: FastifyInstance): (path: string, method: strin
   const declared = new Map<string, Set<string>>()
   fastify.addHook('onRoute', (route) => {
     const methods = declared.get(route.url) ?? new Set<string>()
-    for (const method of Array.isArray(route.method) ? route.method : [route.method]) methods.add(method)
-    declared.set(route.url, methods)
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
+      // Cross-origin support answers OPTIONS on every path (`OPTIONS *`): that makes no path known.
+      if (method !== 'OPTIONS') methods.add(method)
+    }
+    if (methods.size > 0) declared.set(route.url, methods)
   })
   let patterns: Array<[RegExp, Set<string>]> | undefined
   return (path, method) => {

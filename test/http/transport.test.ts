@@ -167,6 +167,19 @@ t.test('transport', async (t) => {
       t.notOk(res.headers.allow, `${url}: no Allow`)
     }
     expectEnvelope(t, await ta.call({ method: 'POST', url: '/v2/nothing' }), 404, '400')
+
+    // Cross-origin support answers OPTIONS on every path: that must not turn every unknown path into a 405.
+    const fastify = createFastify(ta.service.config)
+    await fastify.register(app, { service: ta.service })
+    await fastify.register(async (cors) => {
+      cors.options('*', { config: { public: true } }, (_request, reply) => reply.code(204).send())
+    })
+    await fastify.ready()
+    t.teardown(() => fastify.close())
+    expectEnvelope(t, await fastify.inject({ method: 'GET', url: '/v2/nothing' }), 404, '400')
+    const withCors = await fastify.inject({ method: 'POST', url: '/v2/profile' })
+    expectEnvelope(t, withCors, 405, '603')
+    t.equal(withCors.headers.allow, 'GET, HEAD', 'OPTIONS answered for every path is not listed')
   })
 
   t.test('what the HTTP parser refuses: a complete HTTP/1.1 envelope, then the connection closes', async (t) => {
