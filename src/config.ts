@@ -43,6 +43,8 @@ const EnvSchema = Type.Object({
   DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   DB_STARTUP_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 60_000 }),
   ROUTE_MAP_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -106,6 +108,10 @@ export interface Config {
   shutdownTimeoutMs: number
   /** The forward-auth route map (ROUTE_MAP_PATH), checked at start-up; null when none is configured. */
   routeMap: RouteMapEntry[] | null
+  /** When set, GET /metrics answers only to `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined
+  /** Browser origins allowed to call /v2 (CORS); empty: CORS off. */
+  corsOrigins: string[]
 }
 
 export class ConfigError extends Error {
@@ -191,6 +197,24 @@ function readRouteMap(path: string): RouteMapEntry[] {
   return entries
 }
 
+/** `https://admin.example.com,http://localhost:5173`: each an origin (scheme, host, port), nothing more. */
+function parseOrigins(value: string | undefined): string[] {
+  if (value === undefined) return []
+  const origins = value.split(',').map((o) => o.trim()).filter((o) => o !== '')
+  for (const origin of origins) {
+    let parsed: URL
+    try {
+      parsed = new URL(origin)
+    } catch {
+      throw new ConfigError(`CORS_ORIGINS: ${origin} is not an origin like https://admin.example.com`)
+    }
+    if (!['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(`CORS_ORIGINS: ${origin} is not an origin like https://admin.example.com (scheme, host and port only)`)
+    }
+  }
+  return origins
+}
+
 /** The less verbose of two levels. */
 function quieter(a: LogLevel, b: LogLevel): LogLevel {
   const rank = (level: LogLevel) => (level === 'silent' ? -1 : LOG_LEVELS.indexOf(level))
@@ -235,5 +259,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     routeMap: env.ROUTE_MAP_PATH === undefined ? null : readRouteMap(env.ROUTE_MAP_PATH),
+    metricsToken: env.METRICS_TOKEN,
+    corsOrigins: parseOrigins(env.CORS_ORIGINS),
   }
 }

@@ -42,6 +42,7 @@ export class Replica {
   private queuedSync: Promise<void> | null = null
   private waiters: Waiter[] = []
   private stopped = false
+  private reloadCount = 0
   private readonly now: () => number
 
   constructor(
@@ -70,6 +71,11 @@ export class Replica {
   /** Whether the revision has gone unconfirmed against the database for longer than the bound (fail closed). */
   isStale(): boolean {
     return this.now() - this.confirmedAt > this.options.maxStalenessMs
+  }
+
+  /** Full reloads since start (a gap in the feed, a failed in-place change, an operator's). */
+  get reloads(): number {
+    return this.reloadCount
   }
 
   /** Milliseconds since the revision was last confirmed against the database. */
@@ -231,6 +237,7 @@ export class Replica {
     })
     this.setApplied(revision)
     this.confirmedAt = this.now()
+    this.reloadCount++
   }
 }
 

@@ -1,3 +1,4 @@
+import cors from '@fastify/cors'
 import helmet, { type FastifyHelmetOptions } from '@fastify/helmet'
 import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
@@ -10,9 +11,11 @@ import { ServiceError } from '../domain/errors.js'
 import { RouteMap } from '../domain/routeMap.js'
 import { mapError } from './errors.js'
 import { createLocalizer } from './i18n/index.js'
+import { ServiceMetrics } from './metrics.js'
 import authentication from './plugins/authentication.js'
 import authorization from './plugins/authorization.js'
 import locale from './plugins/locale.js'
+import metricsPlugin from './plugins/metrics.js'
 import revision from './plugins/revision.js'
 import { accountRoutes } from './routes/accounts.js'
 import { authRoutes } from './routes/auth.js'
@@ -30,18 +33,12 @@ export interface AppOptions {
 }
 
 /**
- * Helmet's headers, for /docs and the admin API only: each registers helmet
- * in a context of its own, since hooks reach every route below where they
- * are added. Helmet costs about 35 µs of CPU per request, as much as a whole
- * check, and still 4-8 µs (a promise and two objects per request) on a route
- * that opts out with `helmet: false`; so the gateway's checks, the health
- * probes and the answers of no route carry only what createFastify puts on
- * every answer (nosniff and x-request-id).
+ * Helmet's headers for the admin API and /docs. createFastify sets nosniff
+ * on every answer, including those no hook sees; over plain HTTP (a private
+ * network, a local run) upgrading /docs's assets to https would break the page.
  */
 const SECURITY_HEADERS: FastifyHelmetOptions = {
-  // createFastify sets nosniff on every answer, including those no hook sees.
   xContentTypeOptions: false,
-  // Over plain HTTP (a private network, a local run) upgrading /docs's assets to https would break the page.
   contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
 }
 
@@ -91,6 +88,19 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   fastify.removeContentTypeParser('text/plain')
   fastify.addSchema(ErrorEnvelope)
   const allowedMethods = declaredMethods(fastify)
+  // Registered first, so that every route declared after it gets its latency recorder.
+  const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null)
+  await fastify.register(metricsPlugin, { metrics, token: service.config.metricsToken })
+  // Off unless CORS_ORIGINS lists the admin UI's origins; then their browsers may call every /v2 route.
+  if (service.config.corsOrigins.length > 0) {
+    await fastify.register(cors, {
+      origin: service.config.corsOrigins,
+      methods: ['GET', 'HEAD', 'POST', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'accept-language', 'x-request-id'],
+      exposedHeaders: ['x-policy-revision', 'x-request-id', 'retry-after'],
+      maxAge: 600,
+    })
+  }
 
   await fastify.register(swagger, {
     openapi: {
@@ -120,7 +130,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   })
   fastify.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? ''
-    // OPTIONS keeps answering 404: cross-origin support would take it over.
+    // OPTIONS keeps answering 404 unless cross-origin support takes it over.
     const allow = request.method === 'OPTIONS' ? undefined : allowedMethods(path, request.method)
     if (allow !== undefined) {
       void reply.header('allow', allow)
@@ -159,6 +169,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     await typed.register(authzRoutes, {
       ctx: service,
       routeMap: service.config.routeMap === null ? null : new RouteMap(service.config.routeMap),
+      metrics,
       logLevel: service.config.checkLogLevel,
     })
   })

@@ -16,6 +16,13 @@ export interface Queryable {
   exec(script: string): Promise<void>
 }
 
+export interface PoolStats {
+  total: number
+  idle: number
+  /** Requests waiting for a free connection. */
+  waiting: number
+}
+
 export interface TransactionOptions {
   /** The whole transaction commits within this many ms or not at all (default: the statement timeout). */
   budgetMs?: number | null
@@ -36,6 +43,8 @@ export interface Database extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>
   /** Runs `work` reading one consistent snapshot (repeatable read, read only): for full loads. */
   snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T>
+  /** The pool's connections (PostgreSQL only), for metrics. */
+  poolStats?(): PoolStats
   /** Notifications on `channel` (PostgreSQL only: the embedded store serves one process). */
   listen?(channel: string, onNotify: (payload: string) => void): Promise<Subscription>
   close(): Promise<void>

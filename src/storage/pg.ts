@@ -3,6 +3,7 @@ import {
   StorageUnavailableError,
   isStorageUnavailable,
   type Database,
+  type PoolStats,
   type QueryResult,
   type Queryable,
   type Row,
@@ -198,6 +199,10 @@ class PostgresDatabase implements Database {
         await client.end().catch(() => undefined)
       },
     }
+  }
+
+  poolStats(): PoolStats {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount }
   }
 
   private closing: Promise<void> | null = null

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify'
 import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../../domain/identifiers.js'
 import { ServiceError } from '../../domain/errors.js'
 import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
+import type { ServiceMetrics } from '../metrics.js'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
@@ -67,12 +68,14 @@ function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequ
 
 export interface AuthzRouteOptions {
   ctx: CheckContext
+  /** Decisions by outcome, for /metrics. */
+  metrics: Pick<ServiceMetrics, 'decision'>
   /** The forward-auth route map, when ROUTE_MAP_PATH is set. */
   routeMap: RouteMap | null
 }
 
 /** The gateway's hot path: answers from memory only. */
-export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (app, { ctx, routeMap }) => {
+export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (app, { ctx, routeMap, metrics }) => {
   app.get(
     '/v2/authz/verify',
     {
@@ -88,8 +91,9 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     (request, reply) => {
       const account = callerOf(request).account
       const pair = forwardAuthPair(request.query, request.headers, routeMap)
-      if (pair === null) throw new ServiceError('PERMISSION_DENIED', { permission: 'unknown' })
-      if (!checkPermission(ctx, account, pair)) throw new ServiceError('PERMISSION_DENIED', { permission: `${pair.obj}:${pair.act}` })
+      const allowed = pair !== null && checkPermission(ctx, account, pair)
+      metrics.decision('verify', allowed)
+      if (!allowed) throw new ServiceError('PERMISSION_DENIED', { permission: pair === null ? 'unknown' : `${pair.obj}:${pair.act}` })
       reply.code(204).header('x-authz-user-id', account.id)
       if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
       reply.send()
@@ -112,6 +116,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     (request, reply) => {
       const { query } = request
       const allowed = checkPermission(ctx, checkSubject(ctx, callerOf(request), query.user_id), query)
+      metrics.decision('check', allowed)
       reply.type('application/json; charset=utf-8').send(allowed ? ANSWERS.true : ANSWERS.false)
     },
   )
@@ -132,9 +137,11 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     handler: (request, reply) => {
       const account = callerOf(request).account
       const original = request.url.slice(VERIFY_PREFIX.length)
-      const pair = routeMap?.match(request.method, original) ?? null
-      if (pair === null || (pair.domain !== undefined && !DOMAIN.test(pair.domain))) throw new ServiceError('PERMISSION_DENIED', { permission: 'unknown' })
-      if (!checkPermission(ctx, account, pair)) throw new ServiceError('PERMISSION_DENIED', { permission: `${pair.obj}:${pair.act}` })
+      const matched = routeMap?.match(request.method, original) ?? null
+      const pair = matched === null || (matched.domain !== undefined && !DOMAIN.test(matched.domain)) ? null : matched
+      const allowed = pair !== null && checkPermission(ctx, account, pair)
+      metrics.decision('verify', allowed)
+      if (!allowed) throw new ServiceError('PERMISSION_DENIED', { permission: pair === null ? 'unknown' : `${pair.obj}:${pair.act}` })
       reply.code(200).header('x-authz-user-id', account.id)
       if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
       reply.send()
@@ -156,7 +163,11 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     },
     (request, reply) => {
       const subject = checkSubject(ctx, callerOf(request), request.body.data.user_id)
-      reply.send(success({ results: checkPermissions(ctx, subject, request.body.data.checks) }))
+      const results = checkPermissions(ctx, subject, request.body.data.checks)
+      const allowedCount = results.filter((r) => r.allowed).length
+      if (allowedCount > 0) metrics.decision('check_batch', true, allowedCount)
+      if (allowedCount < results.length) metrics.decision('check_batch', false, results.length - allowedCount)
+      reply.send(success({ results }))
     },
   )
 }

@@ -1,0 +1,58 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import fp from 'fastify-plugin'
+import { ServiceError } from '../../domain/errors.js'
+import type { ServiceMetrics } from '../metrics.js'
+import { asArray } from './authentication.js'
+
+export interface MetricsOptions {
+  metrics: ServiceMetrics
+  /** When set, /metrics answers only to this bearer token. */
+  token: string | undefined
+}
+
+const LOGIN_ROUTE = '/v2/auth/login'
+
+/**
+ * Request latency per route, recorded by a hook each route gets when it is
+ * declared (no per-request look-up of the route), login outcomes read from
+ * the login route's status, and `GET /metrics` in Prometheus' text format.
+ */
+const metricsPlugin: FastifyPluginAsync<MetricsOptions> = async (app, { metrics, token }) => {
+  app.addHook('onRoute', (route) => {
+    if (route.url === '/metrics') return
+    const record = new Map<string, (statusCode: number, seconds: number) => void>()
+    for (const method of asArray(route.method)) record.set(method, metrics.recorder(method, route.url))
+    const login = route.url === LOGIN_ROUTE
+    const hook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+      record.get(request.method)?.(reply.statusCode, reply.elapsedTime / 1000)
+      if (login) {
+        const status = reply.statusCode
+        if (status === 200) metrics.login('success')
+        else if (status === 401) metrics.login('failure')
+        else if (status === 429) metrics.login('limited')
+      }
+      done()
+    }
+    route.onResponse = [...asArray(route.onResponse), hook]
+  })
+
+  const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`)
+  // Compared in constant time: the scrape token guards what the service reveals about its load and policy.
+  const authorised = (header: string | undefined): boolean => {
+    if (expected === undefined) return true
+    const given = Buffer.from(header ?? '')
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  }
+  app.get(
+    '/metrics',
+    { config: { public: true }, schema: { hide: true } },
+    async (request, reply) => {
+      if (!authorised(request.headers.authorization)) throw new ServiceError('UNAUTHENTICATED')
+      const text = await metrics.registry.metrics()
+      return reply.type(metrics.registry.contentType).send(text)
+    },
+  )
+}
+
+export default fp(metricsPlugin, { fastify: '5.x', name: 'metrics' })
