@@ -24,7 +24,7 @@ async function replacePassword(ctx: CommandContext, account: Account, password: 
 export async function changePassword(ctx: CommandContext, caller: Caller, current: string, next: string): Promise<{ revision: number; account: Account }> {
   const stored = await findAccountWithHash(ctx.db, caller.account.id)
   const valid = await ctx.passwords.verify(stored?.password_hash ?? null, current)
-  if (stored === null || !valid) throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'current_password', message: 'invalid' }])
+  if (stored === null || !valid) throw new ServiceError('CURRENT_PASSWORD_WRONG', {}, [{ field: 'current_password', message: 'invalid' }])
   const outcome = await replacePassword(ctx, stored, next, 'password_changed', actorOf(caller))
   return { revision: outcome.revision, account: outcome.result }
 }

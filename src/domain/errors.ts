@@ -13,6 +13,7 @@ export const errorTable = {
   OVERRIDE_OUTSIDE_HOME_DOMAIN: { status: 400, responseCode: '106' },
   LOGIN_UNAVAILABLE: { status: 400, responseCode: '107' },
   ROOT_ROLE_NOT_CHANGEABLE: { status: 400, responseCode: '108' },
+  CURRENT_PASSWORD_WRONG: { status: 400, responseCode: '109' },
   UNAUTHENTICATED: { status: 401, responseCode: '200' },
   INVALID_TOKEN: { status: 401, responseCode: '201' },
   TOKEN_EXPIRED: { status: 401, responseCode: '202' },

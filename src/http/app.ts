@@ -88,6 +88,25 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   fastify.removeContentTypeParser('text/plain')
   fastify.addSchema(ErrorEnvelope)
   const allowedMethods = declaredMethods(fastify)
+  // Set before any route is declared: a route keeps the error handler in force when it was declared.
+  fastify.setErrorHandler((error, request, reply) => {
+    const t = request.t ?? localizer.translator(localizer.defaultLocale)
+    const mapped = mapError(error, t, { bodyLimit: BODY_LIMIT })
+    if (mapped.internal) request.log.error({ err: error }, 'request failed')
+    else request.log.info({ response_code: mapped.body.response_code, status: mapped.status }, 'request refused')
+    return reply.code(mapped.status).send(mapped.body)
+  })
+  fastify.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? ''
+    // OPTIONS keeps answering 404 unless cross-origin support takes it over.
+    const allow = request.method === 'OPTIONS' ? undefined : allowedMethods(path, request.method)
+    if (allow !== undefined) {
+      void reply.header('allow', allow)
+      throw new ServiceError('METHOD_NOT_ALLOWED')
+    }
+    throw new ServiceError('ROUTE_NOT_FOUND', { method: request.method, url: path })
+  })
+
   // Registered first, so that every route declared after it gets its latency recorder.
   const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null)
   await fastify.register(metricsPlugin, { metrics, token: service.config.metricsToken })
@@ -120,24 +139,6 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   })
   await fastify.register(rateLimit, { global: false })
   await fastify.register(locale, { localizer })
-
-  fastify.setErrorHandler((error, request, reply) => {
-    const t = request.t ?? localizer.translator(localizer.defaultLocale)
-    const mapped = mapError(error, t, { bodyLimit: BODY_LIMIT })
-    if (mapped.internal) request.log.error({ err: error }, 'request failed')
-    else request.log.info({ response_code: mapped.body.response_code, status: mapped.status }, 'request refused')
-    return reply.code(mapped.status).send(mapped.body)
-  })
-  fastify.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? ''
-    // OPTIONS keeps answering 404 unless cross-origin support takes it over.
-    const allow = request.method === 'OPTIONS' ? undefined : allowedMethods(path, request.method)
-    if (allow !== undefined) {
-      void reply.header('allow', allow)
-      throw new ServiceError('METHOD_NOT_ALLOWED')
-    }
-    throw new ServiceError('ROUTE_NOT_FOUND', { method: request.method, url: path })
-  })
 
   // Every answer says which revision of the store this replica's memory reflects (callback style: no promise per request).
   const { replica } = service

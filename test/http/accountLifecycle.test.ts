@@ -147,7 +147,7 @@ t.test('change-password and password reset refuse every older token', async (t) 
     ta.call({ method: 'POST', url: '/v2/profile/password', token, body: { command: 'change-password', data: { current_password: current, new_password: next } } })
 
   const wrong = await change('not-my-password', 'a-new-passphrase', oldToken)
-  expectError(t, wrong, 400, '100')
+  expectError(t, wrong, 400, '109')
   t.match(wrong.body, /current_password/)
   expectError(t, await change('admin-pass-123', 'short', oldToken), 400, '100')
 

@@ -1,0 +1,71 @@
+/**
+ * What operators and browser admin UIs need around the API (CONTRACT section
+ * 11): `/metrics` in Prometheus' text format, guarded by METRICS_TOKEN when
+ * set; CORS off by default, and for the listed origins only when on.
+ */
+import t from 'tap'
+import { buildTestApp, onboard, register } from '../helper.js'
+
+/** One sample's value from Prometheus' text format, by its name and exact label set. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+t.test('GET /metrics', async (t) => {
+  const ta = await buildTestApp(t)
+  await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' })
+  for (let i = 0; i < 3; i++) await ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=read&user_id=${clerk.id}` })
+  await ta.call({ method: 'GET', url: '/v2/authz/check?obj=orders&act=read' })
+  await ta.call({ method: 'POST', url: '/v2/auth/login', token: null, body: { command: 'login', data: { email: 'clerk@m1.example', password: 'wrong-password' } } })
+
+  const res = await ta.call({ method: 'GET', url: '/metrics', token: null })
+  t.equal(res.statusCode, 200, 'open when METRICS_TOKEN is not set')
+  t.match(res.headers['content-type'], /^text\/plain/)
+  const text = res.body
+  t.equal(sample(text, 'aps_decisions_total{endpoint="check",outcome="deny"}'), 3, 'decisions by outcome')
+  t.equal(sample(text, 'aps_decisions_total{endpoint="check",outcome="allow"}'), 1)
+  t.equal(sample(text, 'aps_http_request_duration_seconds_count{method="GET",route="/v2/authz/check",status_code="200"}'), 4, 'latency per route and status')
+  t.equal(sample(text, 'aps_logins_total{outcome="failure"}'), 1, 'login failures')
+  t.equal(sample(text, 'aps_policy_revision'), ta.service.replica.revision, 'the applied revision')
+  t.ok((sample(text, 'aps_policy_revision_unconfirmed_seconds') ?? -1) >= 0, 'and how long since it was confirmed')
+  t.equal(sample(text, 'aps_policy_reloads'), 0)
+  t.match(text, /aps_process_cpu_seconds_total/, 'process metrics')
+  if (ta.service.db.kind === 'postgres') t.ok((sample(text, 'aps_db_pool_connections{state="total"}') ?? -1) >= 1, 'pool use')
+})
+
+t.test('METRICS_TOKEN guards /metrics', async (t) => {
+  const token = 'a-scrape-token-long-enough'
+  const ta = await buildTestApp(t, { env: { METRICS_TOKEN: token } })
+  t.equal((await ta.call({ method: 'GET', url: '/metrics', token: null })).statusCode, 401)
+  t.equal((await ta.call({ method: 'GET', url: '/metrics', token: 'a-scrape-token-long-enougX' })).statusCode, 401)
+  t.equal((await ta.call({ method: 'GET', url: '/metrics', token: ta.rootToken })).statusCode, 401, "an admin's token is not the scrape token")
+  const ok = await ta.call({ method: 'GET', url: '/metrics', token })
+  t.equal(ok.statusCode, 200)
+  t.match(ok.body, /aps_policy_revision/)
+})
+
+t.test('CORS: off by default, the listed origins only when on', async (t) => {
+  const preflight = (origin: string) => ({
+    method: 'OPTIONS' as const,
+    url: '/v2/admin/accounts',
+    headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+  })
+  const off = await buildTestApp(t)
+  const none = await off.app.inject(preflight('https://admin.example.com'))
+  t.equal(none.headers['access-control-allow-origin'], undefined, 'off by default')
+
+  const on = await buildTestApp(t, { env: { CORS_ORIGINS: 'https://admin.example.com, http://localhost:5173' } })
+  const listed = await on.app.inject(preflight('https://admin.example.com'))
+  t.equal(listed.statusCode, 204, 'a listed origin gets its preflight')
+  t.equal(listed.headers['access-control-allow-origin'], 'https://admin.example.com')
+  t.match(String(listed.headers['access-control-allow-methods']), /POST/)
+  t.match(String(listed.headers['access-control-allow-headers']), /authorization/)
+  const other = await on.app.inject(preflight('https://evil.example'))
+  t.equal(other.headers['access-control-allow-origin'], undefined, 'another origin is refused (no allow header)')
+  const get = await on.app.inject({ method: 'GET', url: '/v2/profile', headers: { origin: 'http://localhost:5173', authorization: `Bearer ${on.rootToken}` } })
+  t.equal(get.statusCode, 200)
+  t.equal(get.headers['access-control-allow-origin'], 'http://localhost:5173')
+  t.match(String(get.headers['access-control-expose-headers']), /x-policy-revision/, 'the revision header is readable by the UI')
+})
