@@ -14,11 +14,16 @@
  */
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
+import type { Caller } from '../../src/commands/context.js'
+import { grantRolePermission, revokeRolePermission } from '../../src/commands/grantRolePermission.js'
 import { onboardMerchant } from '../../src/commands/onboardMerchant.js'
+import { registerAdmin } from '../../src/commands/registerAdmin.js'
+import { revokeUserPermission, setUserPermission } from '../../src/commands/userOverrides.js'
 import { verifyAudit } from '../../src/commands/verifyAudit.js'
 import type { Account } from '../../src/domain/principals.js'
 import { insertRule } from '../../src/storage/policyRows.js'
-import { backend, buildTestApp, buildTestService, onboard, register, type TestApp } from '../helper.js'
+import type { Database } from '../../src/storage/db.js'
+import { backend, buildTestApp, buildTestService, freshDatabase, onboard, register, type TestApp } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
 import { changedTables, cheapPasswords, fingerprint } from '../support/security.js'
 
@@ -33,20 +38,52 @@ function expectRefused(t: Test, res: LightMyRequestResponse, status: number, cod
   t.same(errorShapeProblems(res), [], `${what}: an error envelope`)
 }
 
+/**
+ * The service's database, counting the write transactions it has open at
+ * once: the write queue's promise is that this never exceeds one (PGlite
+ * would serialise them anyway, and PostgreSQL's revision row lock orders
+ * their commits, so neither shows it by itself).
+ */
+function countingTransactions(db: Database & { schema?: string }): { db: Database; peak(): number; reset(): void } {
+  let open = 0
+  let peak = 0
+  const counted: Database & { schema?: string } = {
+    kind: db.kind,
+    ...(db.schema !== undefined ? { schema: db.schema } : {}),
+    query: (text, params) => db.query(text, params),
+    exec: (script) => db.exec(script),
+    snapshot: (work) => db.snapshot(work),
+    ...(db.listen !== undefined ? { listen: db.listen.bind(db) } : {}),
+    close: () => db.close(),
+    async transaction(work, options) {
+      open++
+      peak = Math.max(peak, open)
+      try {
+        return await db.transaction(work, options)
+      } finally {
+        open--
+      }
+    },
+  }
+  return { db: counted, peak: () => peak, reset: () => (peak = open) }
+}
+
 interface World {
   ta: TestApp
+  transactions: { peak(): number; reset(): void }
   m1Owner: Account
   m1Clerk: Account
   m2Clerk: Account
 }
 
 async function world(t: Test): Promise<World> {
-  const ta = await buildTestApp(t, { service: await buildTestService(t, { passwords: cheapPasswords() }) })
+  const transactions = countingTransactions(await freshDatabase(t))
+  const ta = await buildTestApp(t, { service: await buildTestService(t, { db: transactions.db, passwords: cheapPasswords() }) })
   const m1Owner = await onboard(ta, 'm1')
   const m2Owner = await onboard(ta, 'm2')
   const m1Clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk' }, ta.tokenFor(m1Owner))
   const m2Clerk = await register(ta, { email: 'clerk@m2.example', sub_role_code: 'clerk' }, ta.tokenFor(m2Owner))
-  return { ta, m1Owner, m1Clerk, m2Clerk }
+  return { ta, transactions, m1Owner, m1Clerk, m2Clerk }
 }
 
 t.test(`mutation survivors, killed (${backend})`, async (t) => {
@@ -207,38 +244,58 @@ t.test(`mutation survivors, killed (${backend})`, async (t) => {
   t.test('writes run one at a time in process: concurrent grants and revokes with reloads leave memory as the database says', async (t) => {
     const staff = await register(ta, { email: 'staff@platform.example', sub_role_code: 'support' })
     const before = Number((await db.query<{ n: string }>('SELECT count(*)::text AS n FROM permission_audit')).rows[0]?.n)
-    // One pair, every way of writing it, many times over, all at once. A fixed sequence stands in for a seed.
-    const operations: Array<() => Promise<LightMyRequestResponse>> = [
-      () => call('POST', '/v2/admin/permissions/roles/clerk/grant', pair('grant-role-permission', 'payouts', 'approve', 'm1')),
-      () => call('DELETE', '/v2/admin/permissions/roles/clerk/revoke', pair('revoke-role-permission', 'payouts', 'approve', 'm1')),
-      () => call('POST', '/v2/admin/permissions/roles/support/grant', pair('grant-role-permission', 'payouts', 'approve')),
-      () => call('DELETE', '/v2/admin/permissions/roles/support/revoke', pair('revoke-role-permission', 'payouts', 'approve')),
-      () => call('POST', `/v2/admin/permissions/users/${w.m1Clerk.id}/grant`, pair('grant-user-permission', 'payouts', 'approve')),
-      () => call('POST', `/v2/admin/permissions/users/${w.m1Clerk.id}/deny`, pair('deny-user-permission', 'payouts', 'approve')),
-      () => call('DELETE', `/v2/admin/permissions/users/${w.m1Clerk.id}/revoke`, pair('revoke-user-permission', 'payouts', 'approve')),
-      () => call('POST', `/v2/admin/permissions/users/${staff.id}/deny`, pair('deny-user-permission', 'payouts', 'approve', 'm1')),
-      () => call('DELETE', `/v2/admin/permissions/users/${staff.id}/revoke`, pair('revoke-user-permission', 'payouts', 'approve', 'm1')),
+    // One pair, every way of writing it, many times over, all at once. The commands are called directly: a request
+    // through inject on PGlite runs its whole transaction within one turn of the event loop, so HTTP alone never
+    // overlaps two writes there.
+    const root: Caller = { account: ta.root, ip: '127.0.0.1' }
+    const input = (domain?: string) => ({ obj: 'payouts', act: 'approve', ...(domain !== undefined ? { domain } : {}) })
+    const operations: Array<() => Promise<{ changed: boolean }>> = [
+      () => grantRolePermission(ta.service, root, 'clerk', input('m1')),
+      () => revokeRolePermission(ta.service, root, 'clerk', input('m1')),
+      () => grantRolePermission(ta.service, root, 'support', input()),
+      () => revokeRolePermission(ta.service, root, 'support', input()),
+      () => setUserPermission(ta.service, root, w.m1Clerk.id, input(), 'allow'),
+      () => setUserPermission(ta.service, root, w.m1Clerk.id, input(), 'deny'),
+      () => revokeUserPermission(ta.service, root, w.m1Clerk.id, input()),
+      () => setUserPermission(ta.service, root, staff.id, input('m1'), 'deny'),
+      () => revokeUserPermission(ta.service, root, staff.id, input('m1')),
     ]
+    // A fixed sequence stands in for a seed.
     let state = 12345
     const next = () => {
       state = (state * 1103515245 + 12345) % 2 ** 31
       return state
     }
-    const inFlight: Array<Promise<LightMyRequestResponse | null>> = []
+    const inFlight: Array<Promise<{ changed: boolean } | null>> = []
     let reloads = 0
+    w.transactions.reset()
     for (let i = 0; i < 240; i++) {
-      inFlight.push((operations[next() % operations.length] as () => Promise<LightMyRequestResponse>)())
+      inFlight.push((operations[next() % operations.length] as () => Promise<{ changed: boolean }>)())
       if (i % 20 === 10) {
         reloads++
         inFlight.push(ta.service.reload().then(() => null))
       }
     }
-    const answers = (await Promise.all(inFlight)).filter((a): a is LightMyRequestResponse => a !== null)
-    t.same(answers.filter((a) => a.statusCode !== 200).map((a) => `${a.statusCode} ${a.body}`), [], `${answers.length} writes and ${reloads} reloads, every write answered 200`)
-    const changed = answers.filter((a) => (a.json() as { data: { changed: boolean } }).data.changed).length
+    const settled = await Promise.allSettled(inFlight)
+    t.equal(w.transactions.peak(), 1, 'never more than one write transaction open at once')
+    const failures = settled.flatMap((r) => (r.status === 'rejected' ? [String(r.reason)] : []))
+    t.same(failures, [], `240 writes and ${reloads} reloads, all done`)
+    const changed = settled.filter((r) => r.status === 'fulfilled' && r.value !== null && r.value.changed).length
     const after = Number((await db.query<{ n: string }>('SELECT count(*)::text AS n FROM permission_audit')).rows[0]?.n)
     t.equal(after - before, changed, `each of the ${changed} real changes audited once`)
     t.equal((await verifyAudit(db)).problem, null, 'one unbroken audit chain')
+
+    // A write that fails inside the queue: two registrations of one address pass the check made before the queue
+    // together, and the second meets the unique index. The queue must go on with the next write.
+    const twice = { email: 'twice@platform.example', password: 'admin-pass-123', name: 'Twice', sub_role_code: 'support' }
+    const both = await Promise.allSettled([registerAdmin(ta.service, root, twice), registerAdmin(ta.service, root, twice)])
+    t.same(
+      both.map((r) => (r.status === 'fulfilled' ? 'registered' : (r.reason as { code?: string }).code)).sort(),
+      ['EMAIL_TAKEN', 'registered'],
+      'one registration, one EMAIL_TAKEN',
+    )
+    const afterFailure = await grantRolePermission(ta.service, root, 'clerk', input('m2'))
+    t.equal(afterFailure.changed, true, 'the next write runs')
 
     // Memory against a service loaded fresh from the same database, every decision of the world.
     const fresh = await buildTestService(t, { db, passwords: cheapPasswords() })
