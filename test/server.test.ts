@@ -243,6 +243,19 @@ t.test('the real server: bootstrap, login over HTTP, request ids, redacted logs,
   }
 })
 
+t.test('the first-start password reaches stderr whatever LOG_LEVEL says', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'aps-first-quiet-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const quiet = await startServer(t, { DATABASE_URL: `pglite://${dir}`, LOG_LEVEL: 'error' })
+  const line = quiet.output().split('\n').find((l) => l.startsWith('FIRST START: the system-owner super_admin admin@example.com was created with password '))
+  t.ok(line !== undefined, 'printed on stderr with LOG_LEVEL=error')
+  const password = line?.split(' ').pop() ?? ''
+  const login = await post(`${quiet.base}/v2/auth/login`, loginBody('admin@example.com', password))
+  t.equal(login.status, 200, 'and it logs in')
+  quiet.child.kill('SIGTERM')
+  t.equal(await quiet.exited, 0)
+})
+
 t.test('first start on an empty embedded store prints the first admin once', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'aps-first-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -254,7 +267,9 @@ t.test('first start on an empty embedded store prints the first admin once', asy
   // The password is base64url and may begin with '-': take the whole word after "with password".
   const password = /with password (\S+) \(/.exec(String(announced[0]?.msg))?.[1] ?? ''
   t.ok(password.length >= 12, 'with its password')
-  t.equal(first.output().split('\n').filter((line) => line.includes(password)).length, 1, 'the password is printed on that one line only')
+  const lines = first.output().split('\n').filter((line) => line.includes(password))
+  t.equal(lines.length, 2, 'the password is printed on the log line and once on stderr, nowhere else')
+  t.ok(lines.some((line) => line.startsWith('FIRST START: the system-owner super_admin admin@example.com was created with password')), 'the stderr line')
 
   const login = await post(`${first.base}/v2/auth/login`, loginBody('admin@example.com', password))
   t.equal(login.status, 200, 'the printed password logs in')

@@ -173,6 +173,11 @@ async function announceFirstStart(fastify: FastifyInstance, service: Service): P
       { email: service.firstAdmin.email, password: service.firstAdmin.password },
       `FIRST START: created the system-owner super_admin ${service.firstAdmin.email} with password ${service.firstAdmin.password} (shown once; log in and keep it safe)`,
     )
+    // Also on stderr, whatever LOG_LEVEL says: an operator who misses this line is locked out (until `cli password reset`).
+    process.stderr.write(
+      `\nFIRST START: the system-owner super_admin ${service.firstAdmin.email} was created with password ${service.firstAdmin.password}\n` +
+        'It is shown once: log in and change it (POST /v2/profile/password), or reset it later with `npm run cli -- password reset --email E`.\n\n',
+    )
   } else if (service.config.storage.kind === 'postgres' && (await countAccounts(service.db)) === 0) {
     fastify.log.warn(
       'no administrator exists yet: set BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD, or run `npm run cli -- bootstrap --email E --password P`',
