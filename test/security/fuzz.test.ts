@@ -26,7 +26,7 @@ import t from 'tap'
 import { verifyAudit } from '../../src/commands/verifyAudit.js'
 import { BODY_LIMIT } from '../../src/http/app.js'
 import type { Account } from '../../src/domain/principals.js'
-import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, backend, buildTestApp, buildTestService, onboard, register, type TestApp } from '../helper.js'
+import { ROOT_EMAIL, TEST_SECRET, backend, buildTestApp, buildTestService, onboard, register, type TestApp } from '../helper.js'
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
 import { nowSeconds, rawToken, sign } from '../support/jwt.js'
 import { apiRoutes, changedTables, cheapPasswords, declaredRoutes, fingerprint, type DeclaredRoute, type SchemaNode } from '../support/security.js'
@@ -285,7 +285,7 @@ async function buildWorld(ta: TestApp): Promise<FuzzWorld> {
   const ids = mostly(targets, [unknownId, clerk.id.toUpperCase(), `${clerk.id} `, clerk.id.slice(1), 'not-a-uuid'])
   const catalog = ta.service.engine.catalogEntries()
   const roles = mostly(['clerk', 'support', 'reader', 'fresh_role'], ['super_admin', 'Clerk', 'manager'])
-  const passwords = mostly([TARGET_PASSWORD, 'a-long-enough-passphrase'], ['short', ROOT_PASSWORD])
+  const passwords = mostly([TARGET_PASSWORD, 'a-long-enough-passphrase'], ['short', 'x'.repeat(300)])
   const numbers = mostly(['1', '2', '20', '100'], ['0', '101', '-1', '1.5', '1e3', '99999999999999999999', '0x10'])
   const fresh = (prefix: string, suffix = '') => fc.nat(999_999).map((n) => `${prefix}${n}${suffix}`)
   const plausible = new Map<string, fc.Arbitrary<string>>([
@@ -613,7 +613,9 @@ t.test(`fuzzing every declared route (${backend})`, async (t) => {
       const code = hasBody ? codeOf(res) : res.statusCode >= 500 && c.method === 'HEAD' ? codeOf(await send('GET')) : undefined
       if (res.statusCode >= 500 && !(res.statusCode === 503 && code === '902')) problems.push(`status ${res.statusCode}`)
       if (!ok && hasBody) problems.push(...errorShapeProblems(res))
-      if (ok && hasBody && code !== '001') problems.push('a success without response_code 001')
+      // Successes in JSON are the envelope; an operational endpoint may answer in its own format (Prometheus text).
+      const json = /^application\/json/.test(String(res.headers['content-type']))
+      if (ok && hasBody && json && code !== '001') problems.push('a success without response_code 001')
       if (INTERNALS.test(res.body) || Object.values(res.headers).some((v) => INTERNALS.test(String(v)))) problems.push('internals in the answer')
       const after = await fingerprint(db)
       const changed = changedTables(current, after)

@@ -480,8 +480,8 @@ t.test(`authorisation matrix over every declared route (${backend})`, async (t) 
           const res = await ta.call({ method: route.method as 'GET', url, token, ...(body !== undefined ? { body } : {}) })
           routeCells++
           const outcome = expected(route, rule, cell)
-          const hasBody = res.body !== ''
-          const code = hasBody ? (JSON.parse(res.body) as { response_code?: string }).response_code : undefined
+          const json = /^application\/json/.test(String(res.headers['content-type'])) && res.body !== ''
+          const code = json ? (JSON.parse(res.body) as { response_code?: string }).response_code : undefined
           const where = `${model.kind} ${JSON.stringify(variation)} ${route.method} ${url}`
           const problem = check(outcome, res.statusCode, code)
           if (problem !== null) mismatches.push(`${where}: ${problem} ${res.body.slice(0, 200)}`)
