@@ -15,6 +15,7 @@ export function serviceRoleGrants(schema: string, role: string): string[] {
     `GRANT SELECT ON ${schema}.schema_migrations TO ${role}`,
     `GRANT SELECT, INSERT ON ${schema}.permission_audit TO ${role}`,
     `GRANT SELECT, INSERT, DELETE ON ${schema}.store_changes TO ${role}`,
+    `GRANT SELECT, INSERT, DELETE ON ${schema}.login_failures TO ${role}`,
     `GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${role}`,
   ]
 }
