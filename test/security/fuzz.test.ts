@@ -17,8 +17,8 @@
  * At the end the audit chain must verify and the in-memory policy must
  * decide exactly as a service loaded fresh from the database.
  *
- * Fixed seed; runs per route and time are bounded (FUZZ_RUNS_PER_ROUTE
- * raises the runs for a longer local search).
+ * Fixed seed; runs per route and time are bounded. For a longer search on
+ * a workstation: FUZZ_SEED, FUZZ_RUNS_PER_ROUTE and FUZZ_BUDGET_MS (ms).
  */
 import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
@@ -31,10 +31,10 @@ import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
 import { nowSeconds, rawToken, sign } from '../support/jwt.js'
 import { apiRoutes, changedTables, cheapPasswords, declaredRoutes, fingerprint, type DeclaredRoute, type SchemaNode } from '../support/security.js'
 
-const SEED = 20261124
+const SEED = Number(process.env.FUZZ_SEED ?? 20261124)
 const RUNS_PER_ROUTE = Number(process.env.FUZZ_RUNS_PER_ROUTE ?? 150)
 /** The whole fuzz loop stays within this, whatever the machine's load (the file's own budget is about 60 s). */
-const FUZZ_BUDGET_MS = 25_000
+const FUZZ_BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 25_000)
 
 // ---------------------------------------------------------------- odd inputs
 

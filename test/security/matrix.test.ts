@@ -121,6 +121,18 @@ interface Rule {
   /** The permission that tells "with" from "without" callers when the route itself declares none. */
   permission?: Pair
   decide(cell: Cell): Outcome
+  /** What must hold of a successful answer's data, beyond its status: null when it does. */
+  inspect?(cell: Cell, data: unknown): string | null
+}
+
+/** A merchant caller's lists hold its own merchant's entries only. */
+function ownMerchantOnly(field: 'merchant_id' | 'domain') {
+  return ({ caller }: Cell, data: unknown): string | null => {
+    if (caller.principal !== 'merchant') return null
+    const items = (data as { items?: Array<Record<string, unknown>> }).items ?? []
+    const foreign = items.filter((item) => item[field] !== caller.merchant)
+    return foreign.length === 0 ? null : `${foreign.length} entries of other tenants listed: ${JSON.stringify(foreign[0])}`
+  }
 }
 
 /** The handler's rules, for calls that got past authentication and the guard. */
@@ -137,7 +149,34 @@ const RULES: Record<string, Rule> = {
     },
   },
   'GET /v2/admin/permissions/catalog': { dimensions: [], decide: () => ok(200, 'holds permission:read') },
-  'GET /v2/admin/permissions/audit-log': { dimensions: [], decide: () => ok(200, 'holds permission:read') },
+  'GET /v2/admin/permissions/audit-log': { dimensions: [], decide: () => ok(200, 'holds permission:read'), inspect: ownMerchantOnly('domain') },
+  'GET /v2/admin/accounts': { dimensions: ['merchant'], decide: () => ok(200, 'holds admin:read'), inspect: ownMerchantOnly('merchant_id') },
+  'GET /v2/admin/accounts/:userId': {
+    dimensions: ['user'],
+    decide: ({ caller, user }) => (reachable(caller, USERS[user ?? 'absent']) ? ok(200, 'an account in reach') : refused(404, '401', 'user out of reach')),
+  },
+  'POST /v2/admin/accounts/:userId/sub-role': {
+    dimensions: ['user', 'subrole'],
+    decide: ({ caller, user, subrole }) => {
+      const target = USERS[user ?? 'absent']
+      if (!reachable(caller, target)) return refused(404, '401', 'user out of reach')
+      if (subrole === 'root') return refused(400, '108', 'super_admin is not given by a sub-role change')
+      const rolePair = subrole === 'within' ? HELD : NOT_HELD
+      if (!caller.root && !holds(caller, home(target), rolePair)) return refused(403, '302', `the sub-role holds ${pairName(rolePair)} in ${home(target)}, the caller does not`)
+      return ok(200, 'moved')
+    },
+  },
+  ...Object.fromEntries(
+    ['deactivate', 'reactivate'].map((verb): [string, Rule] => [
+      `POST /v2/admin/accounts/:userId/${verb}`,
+      {
+        dimensions: ['user'],
+        decide: ({ caller, user }) => (reachable(caller, USERS[user ?? 'absent']) ? ok(200, `${verb}d`) : refused(404, '401', 'user out of reach')),
+      },
+    ]),
+  ),
+  // Every caller sends a current password that is not its own.
+  'POST /v2/profile/password': { dimensions: [], decide: () => refused(400, '109', 'the current password is wrong') },
   'GET /v2/admin/permissions/roles/:subRoleCode': {
     dimensions: ['domain', 'role'],
     decide: ({ caller, domain }) => {
@@ -485,6 +524,10 @@ t.test(`authorisation matrix over every declared route (${backend})`, async (t) 
           const where = `${model.kind} ${JSON.stringify(variation)} ${route.method} ${url}`
           const problem = check(outcome, res.statusCode, code)
           if (problem !== null) mismatches.push(`${where}: ${problem} ${res.body.slice(0, 200)}`)
+          else if (code === '001' && rule?.inspect !== undefined) {
+            const wrong = rule.inspect(cell, (JSON.parse(res.body) as { data: unknown }).data)
+            if (wrong !== null) mismatches.push(`${where}: ${wrong}`)
+          }
           const after = await fingerprint(db)
           const refusal = res.statusCode < 200 || res.statusCode >= 300
           if (refusal) {
