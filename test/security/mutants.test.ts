@@ -216,12 +216,22 @@ t.test(`mutation survivors, killed (${backend})`, async (t) => {
     const TARGET_TYPES = ['role', 'user', 'permission']
     for (const { column_name: column, data_type: type } of columns) {
       const original = newest[column]
-      const edits: Array<{ label: string; set: string; params: unknown[]; restore: string; id: string }> = []
+      const edits: Array<{ label: string; set: string; params: unknown[]; restore: string; id: string; todo?: string }> = []
       if (column === 'id') {
         const moved = String(BigInt(newest.id) + 1000n)
         edits.push({ label: `renumbered to ${moved}`, set: 'id = $2::bigint', params: [moved], restore: `UPDATE permission_audit SET id = $1::bigint WHERE id = ${moved}`, id: moved })
       } else if (type.startsWith('timestamp')) {
         edits.push({ label: 'one second later', set: `${column} = ${column} + interval '1 second'`, params: [], restore: `UPDATE permission_audit SET ${column} = $2 WHERE id = $1::bigint`, id: newest.id })
+        // The column keeps microseconds and the hash reads milliseconds (Date.getTime()): an edit below a millisecond
+        // leaves the hash as it was. Kept as a known gap until the hash covers what the column stores.
+        edits.push({
+          label: 'one microsecond later',
+          set: `${column} = ${column} + interval '1 microsecond'`,
+          params: [],
+          restore: `UPDATE permission_audit SET ${column} = $2 WHERE id = $1::bigint`,
+          id: newest.id,
+          todo: `${column} is stored to the microsecond but hashed to the millisecond`,
+        })
       } else {
         const other = column === 'target_type' ? TARGET_TYPES.find((v) => v !== original) : `${String(original)}x`
         edits.push({ label: `set to ${String(other)}`, set: `${column} = $2`, params: [other], restore: `UPDATE permission_audit SET ${column} = $2 WHERE id = $1::bigint`, id: newest.id })
@@ -233,7 +243,7 @@ t.test(`mutation survivors, killed (${backend})`, async (t) => {
       for (const edit of edits) {
         await tamper(`UPDATE permission_audit SET ${edit.set} WHERE id = $1::bigint`, [newest.id, ...edit.params])
         const found = await verifyAudit(db)
-        t.same(found.problem, { kind: 'edited', id: edit.id }, `${column} ${edit.label}: the row is named`)
+        t.same(found.problem, { kind: 'edited', id: edit.id }, `${column} ${edit.label}: the row is named`, edit.todo !== undefined ? { todo: edit.todo } : {})
         await tamper(edit.restore, column === 'id' ? [newest.id] : [newest.id, original])
         t.equal((await verifyAudit(db)).problem, null, `${column} restored: the chain verifies again`)
       }
