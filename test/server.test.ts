@@ -187,7 +187,7 @@ t.test('the real server: bootstrap, login over HTTP, request ids, redacted logs,
     req.on('error', reject)
     req.write(body.slice(0, cut))
     t.teardown(() => req.destroy())
-    void waitFor(() => /"reqId":"in-flight-1"/.test(server.output())).then(async (arrived) => {
+    void waitFor(() => /"client_request_id":"in-flight-1"/.test(server.output())).then(async (arrived) => {
       t.ok(arrived, 'the server has the request')
       server.child.kill('SIGTERM')
       await new Promise((r) => setTimeout(r, 300))
@@ -221,12 +221,12 @@ t.test('the real server: bootstrap, login over HTTP, request ids, redacted logs,
     'every request log line carries a request id',
   )
   t.ok(
-    lines.some((l) => l.reqId === 'trace-me-123' && 'res' in l),
-    'the completed request is logged under the id the client sent',
+    lines.some((l) => l.client_request_id === 'trace-me-123' && typeof l.reqId === 'string' && 'res' in l),
+    'the completed request is logged with the id the client sent beside ours',
   )
-  t.ok(lines.some((l) => l.reqId === 'in-flight-1' && 'res' in l), 'the request in flight completed in the log')
+  t.ok(lines.some((l) => l.client_request_id === 'in-flight-1' && 'res' in l), 'the request in flight completed in the log')
   t.same(
-    lines.filter((l) => l.reqId === 'check-1' || l.reqId === 'check-2'),
+    lines.filter((l) => l.client_request_id === 'check-1' || l.client_request_id === 'check-2'),
     [],
     'gateway checks are not logged one by one at the default CHECK_LOG_LEVEL',
   )

@@ -221,7 +221,7 @@ t.test('SIGTERM with 50 writes in flight, idle keep-alive clients, a silent and 
   const agent = new Agent({ keepAlive: true, maxSockets: 100 })
   t.teardown(() => agent.destroy())
   const plan = roles.map((role, i) => ({ role, action: i < 25 ? ('grant' as const) : ('revoke' as const), hold: i % 5 === 0 }))
-  const incoming = (ids: (id: string) => boolean) => server.logs().filter((l) => l.msg === 'incoming request' && ids(String(l.reqId))).length
+  const incoming = (ids: (id: string) => boolean) => server.logs().filter((l) => l.msg === 'incoming request' && ids(String(l.client_request_id))).length
   const held = plan.filter((p) => p.hold).map((p) => grantOrRevoke(agent, server, token, p.role, p.action, true))
   const heldIds = new Set(held.map((h) => `write-${h.write.role}`))
   t.ok(await until(() => incoming((id) => heldIds.has(id)) === held.length), 'the held writes have reached the server')
@@ -320,7 +320,7 @@ t.test('SIGINT, twice as a Ctrl-C under npm sends it: the request in flight is a
     `POST /v2/admin/permissions/roles/sigint_role/grant HTTP/1.1\r\nHost: test\r\nauthorization: Bearer ${token}\r\n` +
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: in-flight-sigint\r\n\r\n${body.slice(0, 12)}`,
   )
-  await server.waitForLog((l) => l.reqId === 'in-flight-sigint')
+  await server.waitForLog((l) => l.client_request_id === 'in-flight-sigint')
   const stopped = server.stop('SIGINT')
   await server.waitForLog(isMsg(/^stopping/))
   process.kill(server.pid, 'SIGINT')
