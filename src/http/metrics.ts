@@ -26,8 +26,7 @@ export class ServiceMetrics {
   private readonly duration: Histogram<'method' | 'route' | 'status_code'>
   private readonly decisions: Counter<'endpoint' | 'outcome'>
   private readonly logins: Counter<'outcome'>
-  private readonly children = new Map<string, Observer>()
-  private readonly decisionChildren = new Map<string, Incrementer>()
+  private readonly decisionChildren: Record<DecisionEndpoint, { allow: Incrementer; deny: Incrementer }>
 
   constructor(replica: Replica, poolStats: () => PoolStats | null) {
     collectDefaultMetrics({ register: this.registry, prefix: 'aps_' })
@@ -44,6 +43,8 @@ export class ServiceMetrics {
       labelNames: ['endpoint', 'outcome'],
       registers: [this.registry],
     })
+    const outcomes = (endpoint: DecisionEndpoint) => ({ allow: this.decisions.labels(endpoint, 'allow'), deny: this.decisions.labels(endpoint, 'deny') })
+    this.decisionChildren = { check: outcomes('check'), check_batch: outcomes('check_batch'), verify: outcomes('verify') }
     this.logins = new Counter({
       name: 'aps_logins_total',
       help: 'Login attempts by outcome: success, failure (wrong e-mail or password), limited (429)',
@@ -89,28 +90,27 @@ export class ServiceMetrics {
     })
   }
 
-  /** The latency recorder of one route and method, per status: made on first use of each status. */
+  /**
+   * The latency recorder of one route and method: its series per status are
+   * kept by the status number, made on first use, so a request builds no
+   * label string.
+   */
   recorder(method: string, route: string): (statusCode: number, seconds: number) => void {
+    const byStatus = new Map<number, Observer>()
     return (statusCode, seconds) => {
-      const key = `${method} ${route} ${statusCode}`
-      let child = this.children.get(key)
+      let child = byStatus.get(statusCode)
       if (child === undefined) {
         child = this.duration.labels(method, route, String(statusCode))
-        this.children.set(key, child)
+        byStatus.set(statusCode, child)
       }
       child.observe(seconds)
     }
   }
 
-  /** Counts one decision; the children are few (three endpoints, two outcomes) and made once. */
+  /** Counts one decision; the six series (three endpoints, two outcomes) are made once, up front. */
   decision(endpoint: DecisionEndpoint, allowed: boolean, count = 1): void {
-    const key = allowed ? `${endpoint} allow` : `${endpoint} deny`
-    let child = this.decisionChildren.get(key)
-    if (child === undefined) {
-      child = this.decisions.labels(endpoint, allowed ? 'allow' : 'deny')
-      this.decisionChildren.set(key, child)
-    }
-    child.inc(count)
+    const pair = this.decisionChildren[endpoint]
+    ;(allowed ? pair.allow : pair.deny).inc(count)
   }
 
   login(outcome: 'success' | 'failure' | 'limited'): void {
