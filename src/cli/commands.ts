@@ -68,7 +68,7 @@ async function withDatabase<T>(ctx: CliContext, work: (db: Database) => Promise<
  * engine, the write queue and the account directory). Never the random first
  * admin, and never the BOOTSTRAP_* account behind the operator's back.
  */
-function withService<T>(ctx: CliContext, work: (service: Service) => Promise<T>): Promise<T> {
+export function withService<T>(ctx: CliContext, work: (service: Service) => Promise<T>): Promise<T> {
   return withDatabase(ctx, async (db) =>
     work(await buildService({ ...ctx.config, bootstrapAdmin: null }, { db, skipFirstAdmin: true, follow: false })),
   )

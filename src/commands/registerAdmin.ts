@@ -5,6 +5,7 @@ import { placeNewAdmin } from '../domain/registration.js'
 import { emailTaken } from '../storage/accounts.js'
 import { merchantExists } from '../storage/merchants.js'
 import { accountCreated, writeAccount } from './accountRows.js'
+import { beyondCaller } from './accountLifecycle.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 
 export interface RegisterAdminInput {
@@ -21,10 +22,7 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
   const home = homeDomain(placement)
   assertMayAssignSubRole({
     callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
-    beyondCaller: ctx.engine
-      .catalogEntries()
-      .filter((e) => ctx.engine.subRoleAllows(input.sub_role_code, home, e.obj, e.act) && !ctx.engine.decide(caller.account, home, e.obj, e.act))
-      .map((e) => `${e.obj}:${e.act}`),
+    beyondCaller: beyondCaller(ctx, caller, input.sub_role_code, home),
     domain: home,
   })
   if (placement.merchant_id !== null && !(await merchantExists(ctx.db, placement.merchant_id))) {

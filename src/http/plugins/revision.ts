@@ -56,11 +56,19 @@ const revisionPlugin: FastifyPluginAsync<RevisionOptions> = async (app, { replic
     done(replica.isStale() ? new ServiceError('POLICY_STALE') : undefined)
   }
 
+  // A decision route that also reads min_revision gets both checks in one hook: the gateway's path pays one call.
+  const failClosedThenQuery = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    if (replica.isStale()) return done(new ServiceError('POLICY_STALE'))
+    fromQuery(request, reply, done)
+  }
+
   app.addHook('onRoute', (route) => {
     if (route.config?.public === true) return
-    if (route.config?.failClosedWhenStale === true) route.onRequest = [...asArray(route.onRequest), failClosed]
+    const stale = route.config?.failClosedWhenStale === true
     const reads = asArray(route.method).some((m) => m === 'GET' || m === 'HEAD')
-    if (reads && route.url.startsWith('/v2/') && route.config?.foreignQuery !== true) route.onRequest = [...asArray(route.onRequest), fromQuery]
+    const query = reads && route.url.startsWith('/v2/') && route.config?.foreignQuery !== true
+    const hook = stale && query ? failClosedThenQuery : stale ? failClosed : query ? fromQuery : null
+    if (hook !== null) route.onRequest = [...asArray(route.onRequest), hook]
     if (route.config?.minRevisionInBody === true) route.preHandler = [...asArray(route.preHandler), fromBody]
   })
 }

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Account } from '../../domain/principals.js'
 import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../../domain/identifiers.js'
 import { ServiceError } from '../../domain/errors.js'
 import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
@@ -57,13 +58,25 @@ function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequ
     if (!PERMISSION_PART.test(obj) || !PERMISSION_PART.test(act) || (domain !== undefined && !DOMAIN.test(domain))) return null
     return { obj, act, domain }
   }
-  if (routeMap === null) return null
   const method = header(headers, 'x-original-method') ?? header(headers, 'x-forwarded-method')
   const uri = header(headers, 'x-original-uri') ?? header(headers, 'x-forwarded-uri')
   if (method === undefined || uri === undefined) return null
-  const matched = routeMap.match(method, uri)
+  return mappedPair(routeMap, method, uri)
+}
+
+/** The route map's pair for an original request, or null (deny) when none matches or its domain is malformed. */
+function mappedPair(routeMap: RouteMap | null, method: string, uri: string): RoutePermission | null {
+  const matched = routeMap?.match(method, uri) ?? null
   if (matched === null || (matched.domain !== undefined && !DOMAIN.test(matched.domain))) return null
   return matched
+}
+
+/** Forward auth's answer: `allowed` with the identity headers for the upstream, else 403 `300`. */
+function answerForwardAuth(reply: FastifyReply, account: Account, pair: RoutePermission | null, allowed: boolean, status: 200 | 204): void {
+  if (!allowed) throw new ServiceError('PERMISSION_DENIED', { permission: pair === null ? 'unknown' : `${pair.obj}:${pair.act}` })
+  reply.code(status).header('x-authz-user-id', account.id)
+  if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
+  reply.send()
 }
 
 export interface AuthzRouteOptions {
@@ -93,10 +106,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       const pair = forwardAuthPair(request.query, request.headers, routeMap)
       const allowed = pair !== null && checkPermission(ctx, account, pair)
       metrics.decision('verify', allowed)
-      if (!allowed) throw new ServiceError('PERMISSION_DENIED', { permission: pair === null ? 'unknown' : `${pair.obj}:${pair.act}` })
-      reply.code(204).header('x-authz-user-id', account.id)
-      if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
-      reply.send()
+      answerForwardAuth(reply, account, pair, allowed, 204)
     },
   )
 
@@ -138,15 +148,10 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     },
     handler: (request, reply) => {
       const account = callerOf(request).account
-      const original = request.url.slice(VERIFY_PREFIX.length)
-      const matched = routeMap?.match(request.method, original) ?? null
-      const pair = matched === null || (matched.domain !== undefined && !DOMAIN.test(matched.domain)) ? null : matched
+      const pair = mappedPair(routeMap, request.method, request.url.slice(VERIFY_PREFIX.length))
       const allowed = pair !== null && checkPermission(ctx, account, pair)
       metrics.decision('verify', allowed)
-      if (!allowed) throw new ServiceError('PERMISSION_DENIED', { permission: pair === null ? 'unknown' : `${pair.obj}:${pair.act}` })
-      reply.code(200).header('x-authz-user-id', account.id)
-      if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
-      reply.send()
+      answerForwardAuth(reply, account, pair, allowed, 200)
     },
   })
 
