@@ -1,9 +1,11 @@
 import type { Config, StorageConfig } from './config.js'
 import { bootstrapSystemOwner, createFirstAdmin } from './commands/bootstrap.js'
 import type { CommandContext } from './commands/context.js'
+import { OverrideExpiry } from './commands/overrideExpiry.js'
 import { Replica } from './commands/replica.js'
 import { syncCatalog } from './commands/syncCatalog.js'
 import { WriteQueue } from './commands/writeQueue.js'
+import { systemClock, type Clock } from './domain/clock.js'
 import { declaredCatalog } from './domain/permissions.js'
 import { PermissionEngine, type EngineState } from './engine/engine.js'
 import { readModel } from './engine/model.js'
@@ -66,14 +68,18 @@ export interface BuildOptions {
   passwords?: PasswordHasher
   /** Skip creating the first admin on an empty embedded store. */
   skipFirstAdmin?: boolean
-  /** Follow other processes' changes (LISTEN and the reconciling poll); off for one-shot commands. Default on. */
+  /** Follow other processes' changes (LISTEN and the reconciling poll) and expire overrides; off for one-shot commands. Default on. */
   follow?: boolean
+  /** The clock override expiries are read against (tests move one by hand). */
+  clock?: Clock
 }
 
 /** Builds the whole service from its configuration: storage, migrations, engine, catalog, bootstrap. */
 export async function buildService(config: Config, options: BuildOptions = {}): Promise<Service> {
   const db = options.db ?? (await openDatabase(config.storage, { ...(options.log ? { log: options.log } : {}), limits: config.database }))
   let feed: ChangeFeedListener | null = null
+  let expiry: OverrideExpiry | null = null
+  const clock = options.clock ?? systemClock
   try {
     await migrate(db)
     const model = readModel(config.modelPath)
@@ -81,7 +87,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     const accounts = new AccountDirectory(db)
     const { engine, revision } = await db.snapshot(async (tx) => {
       const revision = await currentRevision(tx)
-      const engine = await PermissionEngine.load(tx, model.text, await engineState(tx))
+      const engine = await PermissionEngine.load(tx, model.text, await engineState(tx), () => clock.now())
       await accounts.load(tx)
       return { engine, revision }
     })
@@ -98,7 +104,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     }
     const writes = new WriteQueue(db, replica, config.database.statementTimeoutMs)
     const passwords = options.passwords ?? createPasswordHasher()
-    const ctx: CommandContext = { db, engine, accounts, passwords, writes }
+    const ctx: CommandContext = { db, engine, accounts, passwords, writes, clock }
     await syncCatalog(ctx, declaredCatalog())
 
     if (config.bootstrapAdmin !== null) {
@@ -120,9 +126,14 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
           })
         : null
 
-    if (options.follow !== false) feed = await followChanges(db, replica, config, options.log)
+    if (options.follow !== false) {
+      feed = await followChanges(db, replica, config, options.log)
+      expiry = new OverrideExpiry(ctx, replica, clock, options.log)
+      expiry.start()
+    }
 
     const following = feed
+    const expiring = expiry
     return {
       ...ctx,
       config,
@@ -140,12 +151,14 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       },
       // The database is closed by whoever opened it: a database handed in (tests, the CLI) stays open.
       async close() {
+        expiring?.stop()
         await following?.stop()
         replica.stop()
         if (options.db === undefined) await db.close()
       },
     }
   } catch (error) {
+    expiry?.stop()
     await feed?.stop()
     if (options.db === undefined) await db.close().catch(() => undefined)
     throw error

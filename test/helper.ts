@@ -106,7 +106,7 @@ export interface CallOptions {
 
 export async function buildTestApp(
   t: Teardown,
-  options: { env?: Record<string, string | undefined>; db?: Database; service?: Service } = {},
+  options: { env?: Record<string, string | undefined>; db?: Database; service?: Service } & Pick<BuildOptions, 'clock'> = {},
 ): Promise<TestApp> {
   const service = options.service ?? (await buildTestService(t, options))
   // The runner's own Fastify options (body limit, proxy trust, request ids), as in production.

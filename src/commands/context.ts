@@ -1,4 +1,5 @@
 import type { Actor } from '../domain/audit.js'
+import type { Clock } from '../domain/clock.js'
 import type { Account } from '../domain/principals.js'
 import type { PermissionEngine } from '../engine/engine.js'
 import type { PasswordHasher } from '../security/passwords.js'
@@ -13,6 +14,8 @@ export interface CommandContext {
   accounts: AccountDirectory
   passwords: PasswordHasher
   writes: WriteQueue
+  /** The time commands read (an override's expiry must lie ahead of it). */
+  clock: Clock
 }
 
 /** The authenticated admin making a request, and where from. */

@@ -209,7 +209,7 @@ export class Replica {
     for (const change of changes) {
       switch (change.kind) {
         case 'rule':
-          if (change.op === 'add') await this.engine.addRule(change.ptype, change.values)
+          if (change.op === 'add') await this.engine.addRule(change.ptype, change.values, expiryOf(change.expires_at))
           else await this.engine.removeRule(change.ptype, change.values)
           break
         case 'account':
@@ -240,6 +240,8 @@ export class Replica {
     this.reloadCount++
   }
 }
+
+const expiryOf = (text: string | null | undefined): number | null => (typeof text === 'string' ? Date.parse(text) : null)
 
 /** Accounts from the feed went through JSON: their time is text again. */
 function reviveAccount(account: Account): Account {

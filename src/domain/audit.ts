@@ -15,6 +15,7 @@ export const AUDIT_ACTIONS = [
   'reactivated',
   'password_changed',
   'password_reset',
+  'override_expired',
 ] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 

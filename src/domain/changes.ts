@@ -9,11 +9,13 @@ import type { Account } from './principals.js'
  * feed again over a newer state still ends in the right state.
  */
 export type StoreChange =
-  | { kind: 'rule'; op: 'add' | 'remove'; ptype: 'p' | 'g'; values: string[] }
+  | { kind: 'rule'; op: 'add' | 'remove'; ptype: 'p' | 'g'; values: string[]; expires_at?: string | null }
   | { kind: 'account'; account: Account }
   | { kind: 'catalog'; entries: CatalogEntry[] }
   | { kind: 'sub_role'; code: string; is_root: boolean }
   | { kind: 'merchant'; id: string }
 
-export const ruleAdded = (ptype: 'p' | 'g', values: string[]): StoreChange => ({ kind: 'rule', op: 'add', ptype, values })
+/** An added rule; an override that expires carries its instant (RFC 3339), so every replica sets the same timer. */
+export const ruleAdded = (ptype: 'p' | 'g', values: string[], expiresAt: Date | null = null): StoreChange =>
+  expiresAt === null ? { kind: 'rule', op: 'add', ptype, values } : { kind: 'rule', op: 'add', ptype, values, expires_at: expiresAt.toISOString() }
 export const ruleRemoved = (ptype: 'p' | 'g', values: string[]): StoreChange => ({ kind: 'rule', op: 'remove', ptype, values })

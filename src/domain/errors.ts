@@ -14,6 +14,7 @@ export const errorTable = {
   LOGIN_UNAVAILABLE: { status: 400, responseCode: '107' },
   ROOT_ROLE_NOT_CHANGEABLE: { status: 400, responseCode: '108' },
   CURRENT_PASSWORD_WRONG: { status: 400, responseCode: '109' },
+  EXPIRY_NOT_IN_FUTURE: { status: 400, responseCode: '110' },
   UNAUTHENTICATED: { status: 401, responseCode: '200' },
   INVALID_TOKEN: { status: 401, responseCode: '201' },
   TOKEN_EXPIRED: { status: 401, responseCode: '202' },

@@ -24,10 +24,21 @@ function declaredWidth(assertion: { tokens: string[]; value: string }): number {
  * Writes never go through the adapter: commands write rows in their own
  * transaction and then change the enforcer in memory.
  */
+/** How a load treats overrides that expire. */
+export interface ExpiryOptions {
+  /** Overrides that expired by this instant (epoch ms) are left out; default: the time of the load. */
+  now?: number
+  /** Told of every loaded override that expires later. */
+  onExpiring?(values: readonly string[], at: number): void
+}
+
 export class StorageAdapter implements FilteredAdapter {
   private filtered = false
 
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly expiry: ExpiryOptions = {},
+  ) {}
 
   async loadPolicy(model: Model): Promise<void> {
     this.filtered = false
@@ -76,8 +87,14 @@ export class StorageAdapter implements FilteredAdapter {
     }
     const p = model.model.get('p')?.get('p')
     if (p === undefined) return
+    const now = this.expiry.now ?? Date.now()
     for await (const override of iterateOverrides(this.db, options)) {
-      p.policy.push([override.user_id, override.domain, override.obj, override.act, override.effect].map(intern))
+      const at = override.expires_at?.getTime() ?? null
+      // An expired override no replica counts any more; its row waits for the sweep.
+      if (at !== null && at <= now) continue
+      const values = [override.user_id, override.domain, override.obj, override.act, override.effect].map(intern)
+      p.policy.push(values)
+      if (at !== null) this.expiry.onExpiring?.(values, at)
     }
   }
 

@@ -9,6 +9,8 @@ export interface EffectivePermission {
   source: 'role' | 'user'
   label: string
   group_name: string
+  /** When the user's override that gives it stops counting (RFC 3339); null for role grants and overrides that do not expire. */
+  expires_at: string | null
 }
 
 /** The domains whose rows reach `subject` in `domain` (CONTRACT section 3). */
@@ -45,6 +47,7 @@ export function effectivePermissions(engine: PermissionEngine, subject: Subject,
     const key = pairKey(entry.obj, entry.act)
     const userDomain = userAllows.get(key)
     const source = userDomain !== undefined ? 'user' : 'role'
+    const expiresAt = userDomain === undefined ? null : engine.overrideExpiresAt(subject.id, userDomain, entry.obj, entry.act)
     result.push({
       obj: entry.obj,
       act: entry.act,
@@ -52,6 +55,7 @@ export function effectivePermissions(engine: PermissionEngine, subject: Subject,
       source,
       label: entry.label,
       group_name: entry.group_name,
+      expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
     })
   }
   return result.sort((a, b) => a.obj.localeCompare(b.obj) || a.act.localeCompare(b.act))

@@ -455,7 +455,7 @@ t.test('the storage adapter', async (t) => {
       [U1, 'm1', 'orders_', 'read'],
     ]
     for (const [i, [user, domain, obj, act]] of keys.entries()) await override(db, user, domain, obj, act, i % 4 === 0 ? 'deny' : 'allow')
-    const expectedOverrides = (await storedOverrides(db)).map(([user_id, domain, obj, act, effect]) => ({ user_id, domain, obj, act, effect }))
+    const expectedOverrides = (await storedOverrides(db)).map(([user_id, domain, obj, act, effect]) => ({ user_id, domain, obj, act, effect, expires_at: null }))
     t.equal(expectedOverrides.length, keys.length)
 
     const pagedOverrides = recording(db)
