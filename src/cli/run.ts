@@ -18,6 +18,7 @@ import {
 } from './commands.js'
 import { UsageError } from './inputs.js'
 import { passwordResetCommand } from './passwordCommand.js'
+import { policyExportCommand, policyImportCommand } from './policyCommand.js'
 
 export interface RunOptions {
   /** The environment to configure from, as the server reads it (default process.env). */
@@ -43,6 +44,8 @@ const COMMANDS: Record<string, Command> = {
   'model check': modelCheckCommand,
   'audit verify': auditVerifyCommand,
   'password reset': passwordResetCommand,
+  'policy export': policyExportCommand,
+  'policy import': policyImportCommand,
 }
 
 function resolve(argv: string[]): { run: Command; args: string[] } | null {
