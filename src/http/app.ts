@@ -11,6 +11,7 @@ import { ServiceError } from '../domain/errors.js'
 import { RouteMap } from '../domain/routeMap.js'
 import { mapError } from './errors.js'
 import { createLocalizer } from './i18n/index.js'
+import { swaggerOptions } from './openapi/index.js'
 import { ServiceMetrics } from './metrics.js'
 import authentication from './plugins/authentication.js'
 import authorization from './plugins/authorization.js'
@@ -121,18 +122,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     })
   }
 
-  await fastify.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'Admin permission service',
-        description: 'Administrator accounts and permissions: Casbin RBAC with domains and explicit deny.',
-        version: '2.0.0',
-      },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-  })
+  // The document's operations, responses and named schemas: src/http/openapi/ (openapi.json is written from it).
+  await fastify.register(swagger, swaggerOptions())
   await fastify.register(async (docs) => {
     await docs.register(helmet, SECURITY_HEADERS)
     await docs.register(swaggerUi, { routePrefix: '/docs' })

@@ -1,0 +1,257 @@
+import type { ErrorCode } from '../../domain/errors.js'
+
+/**
+ * What the OpenAPI document says about one operation beyond its route's
+ * schema (parameters and bodies come from there).
+ */
+export interface OperationDoc {
+  /** The command's name: kebab-case, unique, what clients generate method names from. */
+  operationId: string
+  /** One short sentence. */
+  summary: string
+  /** Longer notes, when the summary leaves something out a client needs. */
+  description?: string
+  /** What a success answers, for the success status's description. */
+  returns: string
+  /** The name under components.schemas of the success answer's `data` (absent when the answer has no body). */
+  data?: string
+  /**
+   * The errors the operation itself answers. The codes the route's options
+   * imply (authentication, the permission guard, validation, the revision
+   * hooks, the rate limit) are added from those options: see routeErrors.
+   */
+  errors: readonly ErrorCode[]
+  /** Wording of a code for this operation, where the general meaning would mislead. */
+  notes?: Partial<Record<ErrorCode, string>>
+}
+
+/**
+ * Every documented route, keyed by `METHOD /path` as the route declares it
+ * (`:param` segments). A new route needs an entry here, then `npm run openapi`
+ * to write openapi.json and docs/api.md again; test/http/openapi.test.ts fails
+ * until both are done.
+ */
+export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
+  'GET /healthz': {
+    operationId: 'get-health',
+    summary: 'Tell whether the process is up.',
+    returns: 'the process is up (`status` is `ok`)',
+    data: 'HealthStatus',
+    errors: [],
+  },
+  'GET /readyz': {
+    operationId: 'get-readiness',
+    summary: 'Tell whether the database answers and the policy is loaded and confirmed current.',
+    returns: 'ready to serve (`status` is `ready`)',
+    data: 'HealthStatus',
+    errors: ['NOT_READY', 'POLICY_STALE'],
+    notes: { POLICY_STALE: 'the policy has not been confirmed current for `MAX_STALENESS_MS`' },
+  },
+  'POST /v2/auth/login': {
+    operationId: 'login',
+    summary: 'Exchange an e-mail and password for an access token.',
+    description:
+      'Attempts are limited per client address (`LOGIN_RATE_LIMIT_PER_MINUTE`) and per e-mail (`LOGIN_ACCOUNT_FAILURES` failures in 15 minutes, counted by every server); a limited answer carries `Retry-After`. A deactivated account fails like a wrong password.',
+    returns: 'a bearer token (`Cache-Control: no-store`)',
+    data: 'AccessToken',
+    errors: ['LOGIN_UNAVAILABLE', 'BAD_CREDENTIALS', 'RATE_LIMITED', 'STORAGE_UNAVAILABLE'],
+    notes: { RATE_LIMITED: 'too many attempts from this address, or too many failures for this e-mail (`Retry-After` says when to try again)' },
+  },
+
+  'GET /v2/profile': {
+    operationId: 'get-profile',
+    summary: "Read the caller's own account.",
+    returns: "the caller's account",
+    data: 'Account',
+    errors: [],
+  },
+  'GET /v2/profile/permissions': {
+    operationId: 'get-own-permissions',
+    summary: "List the caller's own effective permissions in a domain.",
+    description: 'The domain defaults to the caller\'s home domain; merchant callers always get their own merchant.',
+    returns: "the caller's effective permissions",
+    data: 'UserPermissions',
+    errors: ['MERCHANT_NOT_FOUND'],
+  },
+  'POST /v2/profile/password': {
+    operationId: 'change-password',
+    summary: "Change the caller's own password.",
+    description: 'Every token issued before is refused afterwards; the answer carries a fresh one (unless tokens come from an external issuer).',
+    returns: 'the revision of the change and a fresh token',
+    data: 'PasswordChanged',
+    errors: ['CURRENT_PASSWORD_WRONG'],
+  },
+
+  'GET /v2/admin/accounts': {
+    operationId: 'list-admins',
+    summary: 'List administrator accounts, newest first.',
+    description: 'Filters (merchant, sub-role, status, a search in e-mail or name) combine with AND. Merchant callers see their own merchant\'s accounts only.',
+    returns: 'one page of accounts and the total',
+    data: 'AccountPage',
+    errors: [],
+  },
+  'GET /v2/admin/accounts/:userId': {
+    operationId: 'get-admin',
+    summary: 'Read one administrator account.',
+    returns: 'the account',
+    data: 'Account',
+    errors: ['USER_NOT_FOUND'],
+  },
+  'POST /v2/admin/accounts/:userId/sub-role': {
+    operationId: 'change-sub-role',
+    summary: 'Move an account to another sub-role in its home domain.',
+    description: 'The caller must hold everything the new sub-role holds there; `super_admin` is neither given nor taken away this way.',
+    returns: 'whether anything changed, the revision and the account',
+    data: 'AccountChange',
+    errors: ['USER_NOT_FOUND', 'ROOT_ROLE_NOT_CHANGEABLE', 'PRIVILEGE_ESCALATION'],
+    notes: { PRIVILEGE_ESCALATION: 'the new sub-role holds a permission the caller lacks in the account\'s home domain' },
+  },
+  'POST /v2/admin/accounts/:userId/deactivate': {
+    operationId: 'deactivate-admin',
+    summary: 'Switch an account off: its tokens and logins are refused at once.',
+    returns: 'whether anything changed, the revision and the account',
+    data: 'AccountChange',
+    errors: ['USER_NOT_FOUND', 'PRIVILEGE_ESCALATION', 'LAST_SYSTEM_OWNER'],
+    notes: { PRIVILEGE_ESCALATION: 'only root callers switch a root account' },
+  },
+  'POST /v2/admin/accounts/:userId/reactivate': {
+    operationId: 'reactivate-admin',
+    summary: 'Switch an account on again.',
+    returns: 'whether anything changed, the revision and the account',
+    data: 'AccountChange',
+    errors: ['USER_NOT_FOUND', 'PRIVILEGE_ESCALATION'],
+    notes: { PRIVILEGE_ESCALATION: 'only root callers switch a root account' },
+  },
+  'POST /v2/admin/register': {
+    operationId: 'register-admin',
+    summary: 'Create an administrator account below super_admin.',
+    description: 'Merchant callers always register into their own merchant. A non-root caller may only give the new account a sub-role whose permissions it holds itself.',
+    returns: 'the new account and the revision',
+    data: 'CreatedAccount',
+    errors: ['ROOT_ROLE_NOT_REGISTRABLE', 'PRIVILEGE_ESCALATION', 'MERCHANT_NOT_FOUND', 'EMAIL_TAKEN'],
+    notes: {
+      VALIDATION_FAILED: 'validation failed (a reserved `merchant_id` among them); `errors` names each field',
+      PRIVILEGE_ESCALATION: 'the sub-role holds a permission the caller lacks in the new account\'s domain',
+      MERCHANT_NOT_FOUND: '`merchant_id` names no merchant',
+    },
+  },
+  'POST /v2/admin/merchants': {
+    operationId: 'onboard-merchant',
+    summary: 'Create a merchant and its super_admin.',
+    returns: "the merchant's super_admin and the revision",
+    data: 'CreatedAccount',
+    errors: ['MERCHANT_EXISTS', 'EMAIL_TAKEN'],
+    notes: {
+      VALIDATION_FAILED: 'validation failed (a reserved `merchant_id` among them); `errors` names each field',
+      PRINCIPAL_TYPE_DENIED: 'only system owners onboard merchants',
+    },
+  },
+
+  'POST /v2/admin/permissions/roles/:subRoleCode/grant': {
+    operationId: 'grant-role-permission',
+    summary: 'Grant a permission to a sub-role in a domain.',
+    description: 'The domain defaults to `global`; merchant callers always grant in their own merchant.',
+    returns: 'whether anything changed and the revision',
+    data: 'RolePermissionChange',
+    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
+  },
+  'DELETE /v2/admin/permissions/roles/:subRoleCode/revoke': {
+    operationId: 'revoke-role-permission',
+    summary: "Revoke a sub-role's grant of a permission in a domain.",
+    returns: 'whether anything changed and the revision',
+    data: 'RolePermissionChange',
+    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PRIVILEGE_ESCALATION'],
+    notes: { PRIVILEGE_ESCALATION: 'a non-root caller may only revoke what it holds itself in that domain' },
+  },
+  'POST /v2/admin/permissions/users/:userId/grant': {
+    operationId: 'grant-user-permission',
+    summary: 'Allow one user a permission (a per-user override).',
+    description: 'The domain defaults to the user\'s home domain. An allow replaces a deny for the same pair.',
+    returns: 'whether anything changed, the revision and the override',
+    data: 'UserPermissionChange',
+    errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
+    notes: { ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions' },
+  },
+  'POST /v2/admin/permissions/users/:userId/deny': {
+    operationId: 'deny-user-permission',
+    summary: 'Deny one user a permission (a per-user override).',
+    description: 'A deny wins over every allow, the user\'s roles included. It replaces an allow for the same pair.',
+    returns: 'whether anything changed, the revision and the override',
+    data: 'UserPermissionChange',
+    errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
+    notes: { ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions' },
+  },
+  'DELETE /v2/admin/permissions/users/:userId/revoke': {
+    operationId: 'revoke-user-permission',
+    summary: "Remove a user's override of a permission, allow or deny.",
+    description: 'Role grants stay.',
+    returns: 'whether anything changed and the revision',
+    data: 'UserPermissionChange',
+    errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PRIVILEGE_ESCALATION'],
+    notes: { PRIVILEGE_ESCALATION: 'a non-root caller may only revoke what it holds itself in that domain' },
+  },
+  'GET /v2/admin/permissions/catalog': {
+    operationId: 'get-permission-catalog',
+    summary: 'List the permission catalog.',
+    returns: 'every catalog entry, active or not',
+    data: 'PermissionCatalog',
+    errors: [],
+  },
+  'GET /v2/admin/permissions/roles/:subRoleCode': {
+    operationId: 'get-role-permissions',
+    summary: "List a sub-role's permissions in a domain.",
+    description: 'A root sub-role lists the whole active catalog; any other its grants in the domain and in `global`, minus what it is denied there.',
+    returns: "the sub-role's permissions",
+    data: 'RolePermissions',
+    errors: ['MERCHANT_NOT_FOUND'],
+  },
+  'GET /v2/admin/permissions/users/:userId': {
+    operationId: 'get-user-permissions',
+    summary: "List a user's effective permissions in a domain.",
+    returns: "the user's effective permissions",
+    data: 'UserPermissions',
+    errors: ['USER_NOT_FOUND', 'MERCHANT_NOT_FOUND'],
+  },
+  'GET /v2/admin/permissions/audit-log': {
+    operationId: 'get-permission-audit',
+    summary: 'List the audit trail, newest first.',
+    description: 'Filters combine with AND. Merchant callers see their own merchant\'s entries only, without the address of platform staff.',
+    returns: 'one page of audit entries and the total',
+    data: 'AuditPage',
+    errors: [],
+  },
+
+  'GET /v2/authz/verify': {
+    operationId: 'verify-request',
+    summary: "Forward auth for proxies: may the token's own user do the pair?",
+    description:
+      'The pair comes from the query, else the `X-Authz-Obj`/`X-Authz-Act`/`X-Authz-Domain` headers, else the route map applied to `X-Original-Method` + `X-Original-URI` (or `X-Forwarded-Method` + `X-Forwarded-Uri`).',
+    returns: 'allowed; `X-Authz-User-Id` (and `X-Authz-Merchant-Id` for merchant users) name the user for the upstream',
+    errors: ['PERMISSION_DENIED'],
+    notes: { PERMISSION_DENIED: 'the user may not do the pair, or no pair could be worked out from the request' },
+  },
+  'GET /v2/authz/check': {
+    operationId: 'check-permission',
+    summary: 'Ask whether a user may do obj:act in a domain.',
+    description: 'Without `user_id` the subject is the caller. The domain defaults to the subject\'s home domain. Answered from memory.',
+    returns: 'the decision',
+    data: 'Decision',
+    errors: ['PERMISSION_DENIED', 'USER_NOT_FOUND'],
+    notes: {
+      PERMISSION_DENIED: 'with `user_id`, the caller lacks `permission:read`',
+      USER_NOT_FOUND: 'no such `user_id`, or it is outside the caller\'s merchant',
+    },
+  },
+  'POST /v2/authz/check-batch': {
+    operationId: 'check-batch',
+    summary: 'Ask up to 100 questions about one subject at once.',
+    description: 'The answers come in request order, each with its domain resolved. Answered from memory.',
+    returns: 'one decision per question',
+    data: 'BatchDecisions',
+    errors: ['PERMISSION_DENIED', 'USER_NOT_FOUND'],
+    notes: {
+      PERMISSION_DENIED: 'with `user_id`, the caller lacks `permission:read`',
+      USER_NOT_FOUND: 'no such `user_id`, or it is outside the caller\'s merchant',
+    },
+  },
+}
