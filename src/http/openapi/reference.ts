@@ -104,8 +104,8 @@ export function renderApiReference(doc: OpenapiDocument): string {
     '| operation | method | path | summary |',
     '|---|---|---|---|',
     ...operations.map(({ method, path, operation }) => {
-      const id = operation.operationId ?? '(none)'
-      return `| [${id}](#${id}) | ${method.toUpperCase()} | \`${path}\` | ${cell(operation.summary ?? '')} |`
+      const id = operation.operationId === undefined ? '(no operationId)' : `[${operation.operationId}](#${operation.operationId})`
+      return `| ${id} | ${method.toUpperCase()} | \`${path}\` | ${cell(operation.summary ?? '')} |`
     }),
     '',
   ]
