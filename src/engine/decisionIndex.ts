@@ -12,9 +12,19 @@ export interface IndexedRule {
   effect: 'allow' | 'deny'
 }
 
+/** A p row (sub, dom, obj, act, eft) added or removed: what a preview lays over the index without changing it. */
+export interface RuleChange {
+  op: 'add' | 'remove'
+  rule: readonly string[]
+}
+
 const effectBit = (eft: string | undefined): number => (eft === 'allow' ? ALLOW : eft === 'deny' ? DENY : 0)
 
 const NO_ROLES: readonly string[] = Object.freeze([])
+
+let clock = 0
+/** A number larger than every one handed out before: marks a change, so "changed since" is one comparison. */
+export const nextStamp = (): number => ++clock
 
 /** Breadth-first over `g` links from `subject`, at most MAX_HIERARCHY steps, each role once. */
 function walkLinks(members: ReadonlyMap<string, readonly string[]>, subject: string): string[] {
@@ -55,12 +65,25 @@ export class DecisionIndex {
   /** domain → member → roles it is assigned (Casbin `g` links) */
   private readonly links = new Map<string, Map<string, string[]>>()
   /**
+   * The reverse of both, for "who holds this pair": per pair id, every
+   * subject with an allow row of it and in how many domains; per domain,
+   * each role's members. Counting per pair rather than keeping a set per
+   * pair and domain costs about a byte per rule instead of some forty: a
+   * question then tests the bits of each subject holding the pair
+   * somewhere, still far fewer than the users. A role with one member in a
+   * domain (common: one per merchant) keeps the member's id, not an array.
+   */
+  private readonly allowers: Array<Map<string, number> | undefined> = []
+  private readonly members = new Map<string, Map<string, string | string[]>>()
+  /**
    * domain → subject → the roles it reaches there, worked out on first use
    * and kept until a `g` row changes (assignments change rarely; every check
    * reads them), so a check walks no links and allocates nothing. Grants do
    * not touch it.
    */
   private readonly reached = new Map<string, Map<string, readonly string[]>>()
+  /** Marks the latest change of these rows (nextStamp): answers worked out from them stay good while it stays. */
+  stamp = nextStamp()
 
   static build(policies: Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
     const index = new DecisionIndex()
@@ -101,7 +124,17 @@ export class DecisionIndex {
       bits = new Map()
       byDomain.set(domain, bits)
     }
-    bits.set(id, (bits.get(id) ?? 0) | bit)
+    const held = bits.get(id) ?? 0
+    bits.set(id, held | bit)
+    this.stamp = nextStamp()
+    if (bit === ALLOW && (held & ALLOW) === 0) {
+      let subjects = this.allowers[id]
+      if (subjects === undefined) {
+        subjects = new Map()
+        this.allowers[id] = subjects
+      }
+      subjects.set(sub, (subjects.get(sub) ?? 0) + 1)
+    }
   }
 
   removePolicy(rule: readonly string[]): void {
@@ -112,11 +145,19 @@ export class DecisionIndex {
     const byDomain = this.grants.get(sub)
     const bits = byDomain?.get(domain)
     if (id === undefined || byDomain === undefined || bits === undefined) return
-    const left = (bits.get(id) ?? 0) & ~bit
+    const held = bits.get(id) ?? 0
+    const left = held & ~bit
+    this.stamp = nextStamp()
     if (left !== 0) bits.set(id, left)
     else bits.delete(id)
     if (bits.size === 0) byDomain.delete(domain)
     if (byDomain.size === 0) this.grants.delete(sub)
+    if (bit === ALLOW && (held & ALLOW) !== 0) {
+      const subjects = this.allowers[id]
+      const domains = subjects?.get(sub) ?? 0
+      if (domains > 1) subjects?.set(sub, domains - 1)
+      else subjects?.delete(sub)
+    }
   }
 
   /** Whether this p row is held; undefined for a row the index does not keep (an effect other than allow or deny). */
@@ -147,7 +188,20 @@ export class DecisionIndex {
     const roles = members.get(member)
     if (roles === undefined) members.set(member, [role])
     else if (!roles.includes(role)) roles.push(role)
+    else return
+    let byRole = this.members.get(domain)
+    if (byRole === undefined) {
+      byRole = new Map()
+      this.members.set(domain, byRole)
+    }
+    const assigned = byRole.get(role)
+    if (assigned === undefined) byRole.set(role, member)
+    else if (typeof assigned === 'string') byRole.set(role, [assigned, member])
+    // A short list is copied at its exact length: pushing would leave room for some twenty more ids in each.
+    else if (assigned.length < 16) byRole.set(role, [...assigned, member])
+    else assigned.push(member)
     this.reached.clear()
+    this.stamp = nextStamp()
   }
 
   removeGrouping(rule: readonly string[]): void {
@@ -155,12 +209,28 @@ export class DecisionIndex {
     if (member === undefined || role === undefined || domain === undefined) return
     const members = this.links.get(domain)
     const roles = members?.get(member)
-    if (members === undefined || roles === undefined) return
+    if (members === undefined || roles === undefined || !roles.includes(role)) return
     const left = roles.filter((r) => r !== role)
     if (left.length > 0) members.set(member, left)
     else members.delete(member)
     if (members.size === 0) this.links.delete(domain)
+    const byRole = this.members.get(domain)
+    const assigned = byRole?.get(role)
+    if (byRole !== undefined && assigned !== undefined) {
+      if (assigned === member) byRole.delete(role)
+      else if (typeof assigned !== 'string') {
+        // Order does not matter: the last member takes the removed one's place.
+        const at = assigned.indexOf(member)
+        if (at >= 0) {
+          const last = assigned.pop() as string
+          if (at < assigned.length) assigned[at] = last
+          if (assigned.length === 1) byRole.set(role, assigned[0] as string)
+        }
+      }
+      if (byRole.size === 0) this.members.delete(domain)
+    }
     this.reached.clear()
+    this.stamp = nextStamp()
   }
 
   /**
@@ -199,6 +269,112 @@ export class DecisionIndex {
       for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.bits(role, GLOBAL_DOMAIN, id)
     }
     return effects === ALLOW
+  }
+
+  /**
+   * The p row that decides `allowed(subject, domain, obj, act)`: a deny when
+   * any reaches the question (any deny beats every allow), else an allow,
+   * else null. The subject's own rows come first, so its own deny or allow is
+   * the one named when a role's says the same.
+   */
+  decidingRule(subject: string, domain: string, obj: string, act: string): string[] | null {
+    const id = this.pairId(obj, act, false)
+    if (id === undefined) return null
+    const sources: Array<readonly [string, string]> = [[subject, domain]]
+    if (domain !== GLOBAL_DOMAIN) sources.push([subject, GLOBAL_DOMAIN])
+    for (const role of this.rolesReached(subject, domain)) {
+      sources.push([role, domain])
+      if (domain !== GLOBAL_DOMAIN) sources.push([role, GLOBAL_DOMAIN])
+    }
+    if (domain !== GLOBAL_DOMAIN) for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) sources.push([role, GLOBAL_DOMAIN])
+    let allow: string[] | null = null
+    for (const [sub, dom] of sources) {
+      const bits = this.bits(sub, dom, id)
+      if ((bits & DENY) !== 0) return [sub, dom, obj, act, 'deny']
+      if ((bits & ALLOW) !== 0 && allow === null) allow = [sub, dom, obj, act, 'allow']
+    }
+    return allow
+  }
+
+  /**
+   * What `allowed` would answer with `changes` (p rows) applied, the index
+   * itself left as it is. Rows are unique, so adding one sets its effect's
+   * bit and removing one clears it.
+   */
+  allowedAfter(subject: string, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
+    const id = this.pairId(obj, act, false)
+    const bits = (sub: string, dom: string): number => {
+      let held = id === undefined ? 0 : this.bits(sub, dom, id)
+      for (const { op, rule } of changes) {
+        if (rule[0] !== sub || rule[1] !== dom || rule[2] !== obj || rule[3] !== act || rule.length !== 5) continue
+        const bit = effectBit(rule[4])
+        held = op === 'add' ? held | bit : held & ~bit
+      }
+      return held
+    }
+    let effects = bits(subject, domain) | bits(subject, GLOBAL_DOMAIN)
+    for (const role of this.rolesReached(subject, domain)) effects |= bits(role, domain) | bits(role, GLOBAL_DOMAIN)
+    if (domain !== GLOBAL_DOMAIN) {
+      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= bits(role, GLOBAL_DOMAIN)
+    }
+    return effects === ALLOW
+  }
+
+  /** Whether `subject` has an allow row of the pair in `domain`. */
+  allows(subject: string, domain: string, obj: string, act: string): boolean {
+    const id = this.pairId(obj, act, false)
+    return id !== undefined && (this.bits(subject, domain, id) & ALLOW) !== 0
+  }
+
+  /**
+   * Every subject (a sub-role or a user id) with an allow row of the pair in
+   * `domain` or in `global`: every holder reaches one of them. It tests the
+   * subjects with an allow of the pair anywhere, not every subject.
+   */
+  allowersOf(obj: string, act: string, domain: string): string[] {
+    const id = this.pairId(obj, act, false)
+    const subjects = id === undefined ? undefined : this.allowers[id]
+    if (id === undefined || subjects === undefined) return []
+    const found: string[] = []
+    for (const subject of subjects.keys()) {
+      const byDomain = this.grants.get(subject)
+      if ((((byDomain?.get(domain)?.get(id) ?? 0) | (byDomain?.get(GLOBAL_DOMAIN)?.get(id) ?? 0)) & ALLOW) !== 0) found.push(subject)
+    }
+    return found
+  }
+
+  /**
+   * Adds to `into` every member reaching one of `roles` by `g` links in
+   * `domain` (the reverse of rolesReached), the roles themselves included.
+   */
+  membersReaching(roles: Iterable<string>, domain: string, into: Set<string>): Set<string> {
+    const byRole = this.members.get(domain)
+    // Only members that have members of their own (roles) are walked on, each once.
+    const walked = new Set<string>()
+    const frontier: string[] = []
+    for (const role of roles) {
+      into.add(role)
+      if (byRole?.has(role) !== true || walked.has(role)) continue
+      walked.add(role)
+      frontier.push(role)
+    }
+    // Every member is visited, whatever the depth: a superset of what the
+    // ten-link limit reaches, which callers filter with the decision.
+    while (byRole !== undefined && frontier.length > 0) {
+      const assigned = byRole.get(frontier.pop() as string) ?? NO_ROLES
+      for (const member of typeof assigned === 'string' ? [assigned] : assigned) {
+        into.add(member)
+        if (walked.has(member) || !byRole.has(member)) continue
+        walked.add(member)
+        frontier.push(member)
+      }
+    }
+    return into
+  }
+
+  /** The domains that have `g` links. */
+  linkDomains(): IterableIterator<string> {
+    return this.members.keys()
   }
 
   /** The allow and deny rows whose subject is `subject`, in the given domains (no scan of other subjects). */

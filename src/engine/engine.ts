@@ -3,7 +3,9 @@ import type { CatalogEntry } from '../domain/permissions.js'
 import type { PrincipalType } from '../domain/principals.js'
 import type { Queryable } from '../storage/db.js'
 import { StorageAdapter } from './adapter.js'
-import { DecisionIndex, type IndexedRule } from './decisionIndex.js'
+import { DecisionIndex, nextStamp, type IndexedRule, type RuleChange } from './decisionIndex.js'
+import { explained, type Explanation } from './explain.js'
+import { withRowsChanged } from './overlay.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
 import { appendRow, hasRow, indexRows, removeRows } from './modelRows.js'
 
@@ -26,6 +28,9 @@ export interface EngineState {
 }
 
 export type DecisionMode = 'index' | 'enforce-cache'
+
+/** What holders and previews read of the loaded policy's rows. */
+export type PolicyView = Pick<DecisionIndex, 'allowersOf' | 'allows' | 'hasPolicy' | 'linkDomains' | 'membersReaching'>
 
 /** obj → act → entry: looked up on every decision, so no key string is built per question. */
 type Catalog = Map<string, Map<string, CatalogEntry>>
@@ -120,11 +125,22 @@ export class PermissionEngine {
 
   replaceCatalog(entries: Iterable<CatalogEntry>): void {
     this.catalog = PermissionEngine.catalogMap(entries)
+    this.settingsStamp = nextStamp()
   }
 
   setRootRole(code: string, isRoot: boolean): void {
     if (isRoot) this.rootRoles.add(code)
     else this.rootRoles.delete(code)
+    this.settingsStamp = nextStamp()
+  }
+
+  /**
+   * Grows with every change that may move a decision: a rule or a link (the
+   * index's stamp), a reload (a new index), the catalog or a root sub-role.
+   * What was worked out from the policy at one generation holds while it lasts.
+   */
+  get generation(): number {
+    return Math.max(this.settingsStamp, this.snapshot.index.stamp)
   }
 
   /** Casbin alone (a linear scan of the policy): for the differential test and tools, never on a request path. */
@@ -162,6 +178,46 @@ export class PermissionEngine {
     if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return false
     if (this.rootRoles.has(subject.sub_role_code)) return true
     return this.modelAllows(subject.id, domain, obj, act)
+  }
+
+  /**
+   * decide() and why: the tenant, root and catalog rules first, then the p
+   * row that decided. The index names the row itself; for another model,
+   * Casbin's enforceEx. Off the hot path: only `explain=true` asks.
+   */
+  explain(subject: Subject, domain: string, obj: string, act: string): Explanation {
+    if (subject.status === 'deactivated') return { allowed: false, reason: { kind: 'none' } }
+    if (!this.isActive(obj, act)) return { allowed: false, reason: { kind: 'not_in_catalog' } }
+    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return { allowed: false, reason: { kind: 'outside_home_domain' } }
+    if (this.rootRoles.has(subject.sub_role_code)) return { allowed: true, reason: { kind: 'root' } }
+    const { enforcer, index, cache } = this.snapshot
+    if (cache === null) return explained(subject.id, index.allowed(subject.id, domain, obj, act), index.decidingRule(subject.id, domain, obj, act))
+    const [allowed, rule] = enforcer.enforceExSync(subject.id, domain, obj, act)
+    return explained(subject.id, allowed, rule.length > 0 ? rule : null)
+  }
+
+  /**
+   * What decide() would answer with the p rows of `changes` added or
+   * removed (a preview). The live policy, every other answer and the
+   * decision cache stay as they are: the index answers with the rows laid
+   * over it; another model is asked synchronously with the rows changed and
+   * put back before anything else runs.
+   */
+  decideAfter(subject: Subject, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
+    if (!this.isActive(obj, act) || subject.status === 'deactivated') return false
+    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return false
+    if (this.rootRoles.has(subject.sub_role_code)) return true
+    const { enforcer, index, cache } = this.snapshot
+    if (cache === null) return index.allowedAfter(subject.id, domain, obj, act, changes)
+    return withRowsChanged(enforcer.getModel(), changes, () => enforcer.enforceSync(subject.id, domain, obj, act))
+  }
+
+  /** Marks the latest change of the catalog or of a root sub-role (see `generation`). */
+  private settingsStamp = 0
+
+  /** The loaded policy's reverse look-ups, for holders and previews (read only). */
+  get policy(): PolicyView {
+    return this.snapshot.index
   }
 
   /** The allow/deny rows of one subject (a sub-role code or a user id) in the given domains. */

@@ -1,0 +1,80 @@
+import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
+import type { RuleChange } from './decisionIndex.js'
+import type { PermissionEngine } from './engine.js'
+import type { AccountSource } from './holders.js'
+
+/** Users listed in a preview at most. */
+export const PREVIEW_SAMPLE = 50
+
+export interface PairInDomain {
+  obj: string
+  act: string
+  domain: string
+}
+
+export interface PreviewUser {
+  user_id: string
+  email: string
+  gains: PairInDomain[]
+  loses: PairInDomain[]
+}
+
+export interface AccessPreview {
+  users_gaining: number
+  users_losing: number
+  /** At most PREVIEW_SAMPLE of the users whose decisions change, by e-mail. */
+  sample: PreviewUser[]
+}
+
+/** A user a change reaches, and the domain its decision is taken in. */
+export interface Reached {
+  account: Account
+  domain: string
+}
+
+/**
+ * The users a change of the role's row in `domain` reaches: those reaching
+ * the role by `g` links in that domain, decided there; for a `global` row,
+ * those reaching it in any domain (merchant users in their own merchant,
+ * system-owner users in `global`), each decided in the domain of its link.
+ */
+export function roleReach(engine: PermissionEngine, accounts: Pick<AccountSource, 'peek'>, role: string, domain: string): Reached[] {
+  const policy = engine.policy
+  const domains = domain === GLOBAL_DOMAIN ? [...policy.linkDomains()] : [domain]
+  const reached: Reached[] = []
+  for (const d of domains) {
+    for (const id of policy.membersReaching([role], d, new Set())) {
+      const account = accounts.peek(id)
+      if (account !== undefined) reached.push({ account, domain: d })
+    }
+  }
+  return reached
+}
+
+/**
+ * Each reached user decided before (engine.decide) and after (the same rules
+ * with `changes` laid over the policy, which is left as it is): users whose
+ * decision of the pair goes from false to true gain it, from true to false lose it.
+ */
+export function previewChanges(engine: PermissionEngine, reached: readonly Reached[], obj: string, act: string, changes: readonly RuleChange[]): AccessPreview {
+  const changed = new Map<string, PreviewUser>()
+  if (changes.length > 0) {
+    for (const { account, domain } of reached) {
+      const before = engine.decide(account, domain, obj, act)
+      if (engine.decideAfter(account, domain, obj, act, changes) === before) continue
+      let user = changed.get(account.id)
+      if (user === undefined) {
+        user = { user_id: account.id, email: account.email, gains: [], loses: [] }
+        changed.set(account.id, user)
+      }
+      ;(before ? user.loses : user.gains).push({ obj, act, domain })
+    }
+  }
+  const users = [...changed.values()]
+  users.sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : a.user_id < b.user_id ? -1 : 1))
+  return {
+    users_gaining: users.filter((u) => u.gains.length > 0).length,
+    users_losing: users.filter((u) => u.loses.length > 0).length,
+    sample: users.slice(0, PREVIEW_SAMPLE),
+  }
+}
