@@ -2,11 +2,13 @@ import { assertMayGrant, assertMayRevoke } from '../domain/grantRules.js'
 import type { Account } from '../domain/principals.js'
 import { assertOverrideDomain, assertReachable, userDomain } from '../domain/tenancy.js'
 import { deleteOverride, setOverride, type Effect } from '../storage/overrides.js'
+import type { AccessPreview } from '../engine/preview.js'
+import { previewUserOverride, type DryRun } from './accessReview.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 
-export type UserChange = PermissionChange & { user_id: string; effect: Effect | null }
+export type UserChange = PermissionChange & { user_id: string; effect: Effect | null; preview?: AccessPreview }
 
 async function resolveTarget(ctx: CommandContext, caller: Caller, userId: string, requested: string | undefined): Promise<{ target: Account; domain: string }> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
@@ -24,11 +26,15 @@ export async function setUserPermission(
   ctx: CommandContext,
   caller: Caller,
   userId: string,
-  input: PairInput,
+  input: PairInput & DryRun,
   effect: Effect,
 ): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
   assertMayGrant({ ...callerStanding(ctx, caller, domain, input), targetIsRoot: ctx.engine.isRootRole(target.sub_role_code), targetRole: target.sub_role_code })
+  if (input.dry_run === true) {
+    const { changed, revision, preview } = await previewUserOverride(ctx, target, input, domain, effect)
+    return { changed, revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect, preview }
+  }
   const key = { user_id: target.id, domain, obj: input.obj, act: input.act }
   const outcome = await ctx.writes.run(async (tx) => {
     const previous = await setOverride(tx, { ...key, effect }, caller.account.id)
@@ -46,9 +52,13 @@ export async function setUserPermission(
 }
 
 /** revoke-user-permission: removes the user's override for the pair, allow or deny; role grants stay. */
-export async function revokeUserPermission(ctx: CommandContext, caller: Caller, userId: string, input: PairInput): Promise<UserChange> {
+export async function revokeUserPermission(ctx: CommandContext, caller: Caller, userId: string, input: PairInput & DryRun): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
   assertMayRevoke(callerStanding(ctx, caller, domain, input))
+  if (input.dry_run === true) {
+    const { changed, revision, preview } = await previewUserOverride(ctx, target, input, domain, null)
+    return { changed, revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect: null, preview }
+  }
   const outcome = await ctx.writes.run(async (tx) => {
     const previous = await deleteOverride(tx, { user_id: target.id, domain, obj: input.obj, act: input.act })
     return {

@@ -8,7 +8,11 @@
  *   4. the check endpoints (check-batch and single check),
  *   5. the effective-permission listing (get-user-permissions),
  *   6. the route guard (for the user's home domain),
+ *   7. who holds each pair in each domain (exactly the accounts engine.decide allows),
+ *   8. the check's explanation (its kind agrees with the answer, its row is the user's own or a role's),
  * and all must agree after incremental changes and again after a full reload.
+ * Every grant, deny and revoke through the API is first run dry: its preview
+ * must name exactly the users whose decision the real command then moves.
  * It runs on the shipped model (index) and on an equivalent model written
  * differently (the enforce() fallback).
  */
@@ -21,6 +25,8 @@ import t, { type Test } from 'tap'
 import { declaredCatalog, type PermissionDeclaration } from '../../src/domain/permissions.js'
 import { GLOBAL_DOMAIN, homeDomain, type Account } from '../../src/domain/principals.js'
 import { syncCatalog } from '../../src/commands/syncCatalog.js'
+import { ALLOWING_KINDS } from '../../src/engine/explain.js'
+import { holdersPage } from '../../src/engine/holders.js'
 import authentication from '../../src/http/plugins/authentication.js'
 import authorization from '../../src/http/plugins/authorization.js'
 import { deleteRule, insertRule } from '../../src/storage/policyRows.js'
@@ -81,6 +87,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
 
   let compared = 0
   let mismatches = 0
+  let previews = 0
   let userCounter = 0
   const world = fc.record({
     users: fc.array(fc.record({ home: domainArb, role: roleArb }), { minLength: 2, maxLength: 5 }),
@@ -108,6 +115,48 @@ async function differential(t: Test, label: string, env: Record<string, string>,
       const call = async (method: 'POST' | 'DELETE', url: string, command: string, data: Record<string, unknown>) => {
         const res = await ta.call({ method, url, body: { command, data } })
         if (res.statusCode !== 200) throw new Error(`${command} failed: ${res.body}`)
+      }
+      /**
+       * The command run dry, then for real: the preview must count and list
+       * (by e-mail, fifty at most) exactly the accounts whose decision of the
+       * pair the command moves, each in its relevant domain (`where`; null:
+       * out of the change's reach), and the dry run must move nothing.
+       */
+      const previewed = async (
+        method: 'POST' | 'DELETE',
+        url: string,
+        command: string,
+        data: Record<string, unknown> & Pair,
+        where: (account: Account) => string | null,
+      ) => {
+        const accounts = [...service.accounts.all()]
+        const decisions = () => accounts.map((a) => (where(a) === null ? null : service.engine.decide(a, where(a) as string, data.obj, data.act)))
+        const before = decisions()
+        const revision = service.replica.revision
+        const dry = await ta.call({ method, url, body: { command, data: { ...data, dry_run: true } } })
+        if (dry.statusCode !== 200) throw new Error(`${command} (dry run) failed: ${dry.body}`)
+        if (service.replica.revision !== revision || JSON.stringify(decisions()) !== JSON.stringify(before)) {
+          mismatches++
+          t.fail(`${label}: the dry run of ${command} moved something`)
+        }
+        const preview = (dry.json() as { data: { preview: { users_gaining: number; users_losing: number; sample: unknown[] } } }).data.preview
+        await call(method, url, command, data)
+        const after = decisions()
+        const moved = accounts
+          .map((a, i) => ({ a, was: before[i], now: after[i] }))
+          .filter(({ was, now }) => was !== null && was !== now)
+          .sort(({ a }, { a: b }) => (a.email < b.email ? -1 : a.email > b.email ? 1 : a.id < b.id ? -1 : 1))
+        const pairIn = (a: Account) => [{ obj: data.obj, act: data.act, domain: where(a) as string }]
+        const expected = {
+          users_gaining: moved.filter(({ now }) => now === true).length,
+          users_losing: moved.filter(({ now }) => now === false).length,
+          sample: moved.slice(0, 50).map(({ a, now }) => ({ user_id: a.id, email: a.email, gains: now ? pairIn(a) : [], loses: now ? [] : pairIn(a) })),
+        }
+        previews++
+        if (JSON.stringify(preview) !== JSON.stringify(expected)) {
+          mismatches++
+          t.fail(`${label}: preview of ${command} ${JSON.stringify(data)}: ${JSON.stringify(preview)}, expected ${JSON.stringify(expected)}`)
+        }
       }
       const reach = (subject: string, domain: string): Set<string> => {
         const found = new Set([subject])
@@ -155,10 +204,35 @@ async function differential(t: Test, label: string, env: Record<string, string>,
             for (const pair of pairs) {
               compared++
               // The service's own account (its sub-role and status as the feed left them), not the test's copy.
-              if (service.engine.decide(service.accounts.peek(u.id) ?? u, domain, pair.obj, pair.act) !== oracle(u, domain, pair)) {
+              const account = service.accounts.peek(u.id) ?? u
+              const expected = oracle(u, domain, pair)
+              if (service.engine.decide(account, domain, pair.obj, pair.act) !== expected) {
                 mismatches++
                 t.fail(`${label} after ${after}: ${u.principal_type}/${u.sub_role_code} in ${domain} ${pair.obj}:${pair.act}`)
               }
+              // The explanation: the same answer, a kind that goes with it, and a row of this pair that is the user's own exactly for user_* kinds.
+              const { allowed, reason } = service.engine.explain(account, domain, pair.obj, pair.act)
+              const own = reason.kind === 'user_allow' || reason.kind === 'user_deny'
+              const rowFits = reason.rule === undefined ? !['user_allow', 'user_deny', 'role_deny'].includes(reason.kind) : reason.rule[2] === pair.obj && reason.rule[3] === pair.act && (reason.rule[0] === u.id) === own
+              if (allowed !== expected || ALLOWING_KINDS.has(reason.kind) !== allowed || !rowFits) {
+                mismatches++
+                t.fail(`${label} after ${after}: explanation of ${u.id} in ${domain} ${pair.obj}:${pair.act}: ${JSON.stringify({ allowed, reason })}, oracle ${expected}`)
+              }
+            }
+          }
+        }
+        // Who holds each pair in each domain: exactly the accounts a check allows, the world's users as the oracle says.
+        const everyone = [...service.accounts.all()]
+        for (const domain of DOMAINS) {
+          for (const pair of pairs) {
+            const question = { ...pair, domain, scope: 'all', visible: () => true }
+            const listed = holdersPage(service.engine, service.accounts, question, 0, Number.MAX_SAFE_INTEGER).items.map((h) => h.user_id)
+            const allowed = everyone.filter((a) => service.engine.decide(a, domain, pair.obj, pair.act)).map((a) => a.id)
+            const worldOk = users.every((u) => listed.includes(u.id) === oracle(u, domain, pair))
+            compared++
+            if (JSON.stringify([...listed].sort()) !== JSON.stringify(allowed.sort()) || !worldOk) {
+              mismatches++
+              t.fail(`${label} after ${after}: holders of ${pair.obj}:${pair.act} in ${domain}: ${listed.length} listed, ${allowed.length} allowed`)
             }
           }
         }
@@ -199,11 +273,13 @@ async function differential(t: Test, label: string, env: Record<string, string>,
         } else if (op.kind === 'role' || op.kind === 'role-revoke') {
           const pair = pairs[op.pair] as Pair
           if (!active(pair)) continue
+          // A role's row reaches its users in its domain; a global one, each user in its home domain.
+          const where = (a: Account) => (op.domain === GLOBAL_DOMAIN ? homeDomain(a) : op.domain)
           if (op.kind === 'role-revoke') {
-            await call('DELETE', `/v2/admin/permissions/roles/${op.role}/revoke`, 'revoke-role-permission', { ...pair, domain: op.domain })
+            await previewed('DELETE', `/v2/admin/permissions/roles/${op.role}/revoke`, 'revoke-role-permission', { ...pair, domain: op.domain }, where)
             roleRules.delete([op.role, op.domain, pair.obj, pair.act, 'allow'].join('|'))
           } else if (op.effect === 'allow') {
-            await call('POST', `/v2/admin/permissions/roles/${op.role}/grant`, 'grant-role-permission', { ...pair, domain: op.domain })
+            await previewed('POST', `/v2/admin/permissions/roles/${op.role}/grant`, 'grant-role-permission', { ...pair, domain: op.domain }, where)
             roleRules.add([op.role, op.domain, pair.obj, pair.act, 'allow'].join('|'))
           } else {
             const rule = [op.role, op.domain, pair.obj, pair.act, 'deny']
@@ -217,12 +293,14 @@ async function differential(t: Test, label: string, env: Record<string, string>,
           if (!active(pair)) continue
           const domain = user.principal_type === 'merchant' ? homeDomain(user) : op.domain
           const key = [user.id, domain, pair.obj, pair.act].join('|')
+          // An override reaches its user, in its domain.
+          const where = (a: Account) => (a.id === user.id ? domain : null)
           if (op.kind === 'override-revoke') {
-            await call('DELETE', `/v2/admin/permissions/users/${user.id}/revoke`, 'revoke-user-permission', { ...pair, domain })
+            await previewed('DELETE', `/v2/admin/permissions/users/${user.id}/revoke`, 'revoke-user-permission', { ...pair, domain }, where)
             userRules.delete(key)
           } else {
             const verb = op.effect === 'allow' ? 'grant' : 'deny'
-            await call('POST', `/v2/admin/permissions/users/${user.id}/${verb}`, `${verb}-user-permission`, { ...pair, domain })
+            await previewed('POST', `/v2/admin/permissions/users/${user.id}/${verb}`, `${verb}-user-permission`, { ...pair, domain }, where)
             userRules.set(key, op.effect)
           }
         }
@@ -230,6 +308,26 @@ async function differential(t: Test, label: string, env: Record<string, string>,
       }
 
       const compareAll = async (phase: string) => {
+        // The holders route, as root sees it, against every account's check.
+        for (const domain of [GLOBAL_DOMAIN, ...MERCHANTS]) {
+          for (const pair of pairs) {
+            const listed: string[] = []
+            let total = 0
+            for (let page = 1; page === 1 || listed.length < total; page++) {
+              const url = `/v2/admin/permissions/holders?obj=${pair.obj}&act=${pair.act}&domain=${domain}&page=${page}&page_size=100`
+              const data = ((await ta.call({ method: 'GET', url })).json() as { data: { items: Array<{ user_id: string }>; total: number } }).data
+              listed.push(...data.items.map((h) => h.user_id))
+              total = data.total
+              if (data.items.length === 0) break
+            }
+            const allowed = [...service.accounts.all()].filter((a) => service.engine.decide(a, domain, pair.obj, pair.act)).map((a) => a.id)
+            compared++
+            if (JSON.stringify(listed.sort()) !== JSON.stringify(allowed.sort()) || total !== allowed.length) {
+              mismatches++
+              t.fail(`${label} ${phase}: GET holders of ${pair.obj}:${pair.act} in ${domain}: ${total} listed, ${allowed.length} allowed`)
+            }
+          }
+        }
         for (const u of users) {
           const token = ta.tokenFor(u)
           for (const domain of DOMAINS) {
@@ -283,7 +381,8 @@ async function differential(t: Test, label: string, env: Record<string, string>,
   )
   t.equal(mismatches, 0, `${label}: ${compared} decisions compared, ${mismatches} mismatches`)
   t.ok(compared > RUNS * 100, `${label}: compared ${compared} decisions`)
-  t.comment(`differential (${label}): ${compared} decisions compared, ${mismatches} mismatches (seed ${SEED}, ${RUNS} worlds)`)
+  t.ok(previews > RUNS * 5, `${label}: ${previews} dry runs compared with their commands`)
+  t.comment(`differential (${label}): ${compared} decisions compared, ${previews} previews, ${mismatches} mismatches (seed ${SEED}, ${RUNS} worlds)`)
 }
 
 t.test('shipped model: the decision index', (t) => differential(t, 'index', {}, 'index'))

@@ -149,6 +149,18 @@ const RULES: Record<string, Rule> = {
     },
   },
   'GET /v2/admin/permissions/catalog': { dimensions: [], decide: () => ok(200, 'holds permission:read') },
+  'GET /v2/admin/permissions/holders': {
+    dimensions: ['domain', 'pair'],
+    decide: ({ caller, domain }) => {
+      const d = resolveDomain(caller, domain, 'global')
+      return EXISTING_DOMAINS.has(d) ? ok(200, `holders in ${d}`) : refused(404, '402', `no domain ${d}`)
+    },
+    // A merchant caller is answered about its own merchant, whatever it asked.
+    inspect: ({ caller }, data) => {
+      const { domain } = data as { domain?: string }
+      return caller.principal === 'merchant' && domain !== caller.merchant ? `holders listed for ${domain}` : null
+    },
+  },
   'GET /v2/admin/permissions/audit-log': { dimensions: [], decide: () => ok(200, 'holds permission:read'), inspect: ownMerchantOnly('domain') },
   'GET /v2/admin/accounts': { dimensions: ['merchant'], decide: () => ok(200, 'holds admin:read'), inspect: ownMerchantOnly('merchant_id') },
   'GET /v2/admin/accounts/:userId': {

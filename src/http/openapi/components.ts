@@ -1,8 +1,10 @@
 import type { TSchema } from '@sinclair/typebox'
 import { Account, CreatedAccount, FieldErrorSchema } from '../schemas/common.js'
 import {
+  AccessPreview,
   AuditItem,
   CatalogItem,
+  CheckReason,
   CheckResultItem,
   PairData,
   RoleChangeData,
@@ -19,9 +21,11 @@ import { HTTP_METHODS, canonicalJson, componentRef, type JsonObject, type JsonVa
  * it with a reference.
  */
 export const SHARED_SCHEMAS: Readonly<Record<string, TSchema>> = {
+  AccessPreview,
   Account,
   AuditEntry: AuditItem,
   CatalogEntry: CatalogItem,
+  CheckReason,
   CheckResult: CheckResultItem,
   CreatedAccount,
   FieldError: FieldErrorSchema,

@@ -150,15 +150,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v2/admin/permissions/roles/:subRoleCode/grant': {
     operationId: 'grant-role-permission',
     summary: 'Grant a permission to a sub-role in a domain.',
-    description: 'The domain defaults to `global`; merchant callers always grant in their own merchant.',
-    returns: 'whether anything changed and the revision',
+    description: 'The domain defaults to `global`; merchant callers always grant in their own merchant. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
+    returns: 'whether anything changed (would change, on a dry run) and the revision',
     data: 'RolePermissionChange',
     errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
   },
   'DELETE /v2/admin/permissions/roles/:subRoleCode/revoke': {
     operationId: 'revoke-role-permission',
     summary: "Revoke a sub-role's grant of a permission in a domain.",
-    returns: 'whether anything changed and the revision',
+    description: 'With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
+    returns: 'whether anything changed (would change, on a dry run) and the revision',
     data: 'RolePermissionChange',
     errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PRIVILEGE_ESCALATION'],
     notes: { PRIVILEGE_ESCALATION: 'a non-root caller may only revoke what it holds itself in that domain' },
@@ -166,8 +167,8 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v2/admin/permissions/users/:userId/grant': {
     operationId: 'grant-user-permission',
     summary: 'Allow one user a permission (a per-user override).',
-    description: 'The domain defaults to the user\'s home domain. An allow replaces a deny for the same pair.',
-    returns: 'whether anything changed, the revision and the override',
+    description: 'The domain defaults to the user\'s home domain. An allow replaces a deny for the same pair. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
+    returns: 'whether anything changed (would change, on a dry run), the revision and the override',
     data: 'UserPermissionChange',
     errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
     notes: { ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions' },
@@ -175,8 +176,8 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v2/admin/permissions/users/:userId/deny': {
     operationId: 'deny-user-permission',
     summary: 'Deny one user a permission (a per-user override).',
-    description: 'A deny wins over every allow, the user\'s roles included. It replaces an allow for the same pair.',
-    returns: 'whether anything changed, the revision and the override',
+    description: 'A deny wins over every allow, the user\'s roles included. It replaces an allow for the same pair. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
+    returns: 'whether anything changed (would change, on a dry run), the revision and the override',
     data: 'UserPermissionChange',
     errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
     notes: { ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions' },
@@ -184,8 +185,8 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'DELETE /v2/admin/permissions/users/:userId/revoke': {
     operationId: 'revoke-user-permission',
     summary: "Remove a user's override of a permission, allow or deny.",
-    description: 'Role grants stay.',
-    returns: 'whether anything changed and the revision',
+    description: 'Role grants stay. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
+    returns: 'whether anything changed (would change, on a dry run) and the revision',
     data: 'UserPermissionChange',
     errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PRIVILEGE_ESCALATION'],
     notes: { PRIVILEGE_ESCALATION: 'a non-root caller may only revoke what it holds itself in that domain' },
@@ -212,6 +213,15 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     data: 'UserPermissions',
     errors: ['USER_NOT_FOUND', 'MERCHANT_NOT_FOUND'],
   },
+  'GET /v2/admin/permissions/holders': {
+    operationId: 'list-permission-holders',
+    summary: 'List every active user a check allows a permission in a domain.',
+    description:
+      "The domain defaults to `global`; merchant callers always get their own merchant and its users only. Each holder says how it holds the pair (`via`: `root`, `role`, or `user` for its own override). Sorted by e-mail; answered from memory, exactly as the check answers for each user.",
+    returns: 'one page of holders and the total',
+    data: 'PermissionHolders',
+    errors: ['MERCHANT_NOT_FOUND'],
+  },
   'GET /v2/admin/permissions/audit-log': {
     operationId: 'get-permission-audit',
     summary: 'List the audit trail, newest first.',
@@ -233,24 +243,25 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /v2/authz/check': {
     operationId: 'check-permission',
     summary: 'Ask whether a user may do obj:act in a domain.',
-    description: 'Without `user_id` the subject is the caller. The domain defaults to the subject\'s home domain. Answered from memory.',
+    description:
+      'Without `user_id` the subject is the caller. The domain defaults to the subject\'s home domain. Answered from memory. With `explain=true` the answer also says why (`reason`: its kind, and the Casbin row that decided when one did); explaining needs `permission:read`, even about oneself.',
     returns: 'the decision',
     data: 'Decision',
     errors: ['PERMISSION_DENIED', 'USER_NOT_FOUND'],
     notes: {
-      PERMISSION_DENIED: 'with `user_id`, the caller lacks `permission:read`',
+      PERMISSION_DENIED: 'with `user_id` or `explain=true`, the caller lacks `permission:read`',
       USER_NOT_FOUND: 'no such `user_id`, or it is outside the caller\'s merchant',
     },
   },
   'POST /v2/authz/check-batch': {
     operationId: 'check-batch',
     summary: 'Ask up to 100 questions about one subject at once.',
-    description: 'The answers come in request order, each with its domain resolved. Answered from memory.',
+    description: 'The answers come in request order, each with its domain resolved. Answered from memory. With `explain: true` each answer also says why, as a single check does.',
     returns: 'one decision per question',
     data: 'BatchDecisions',
     errors: ['PERMISSION_DENIED', 'USER_NOT_FOUND'],
     notes: {
-      PERMISSION_DENIED: 'with `user_id`, the caller lacks `permission:read`',
+      PERMISSION_DENIED: 'with `user_id` or `explain`, the caller lacks `permission:read`',
       USER_NOT_FOUND: 'no such `user_id`, or it is outside the caller\'s merchant',
     },
   },

@@ -6,19 +6,22 @@ import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../../domain/identifier
 import { ServiceError } from '../../domain/errors.js'
 import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
 import type { ServiceMetrics } from '../metrics.js'
+import { explainCheck, explainChecks } from '../../commands/accessReview.js'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../schemas/common.js'
-import { CheckResultItem } from '../schemas/permissions.js'
+import { CheckReason, CheckResultItem } from '../schemas/permissions.js'
 
-const CheckQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId) })
+const Explain = Type.Optional(Type.Boolean({ description: 'Also say why (`reason`): needs permission:read, even about oneself' }))
+const CheckQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId), explain: Explain })
 const BatchBody = CommandBody(
   'check-batch',
   Type.Object(
     {
       user_id: Type.Optional(UserId),
       min_revision: MinRevision,
+      explain: Explain,
       checks: Type.Array(Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false }), {
         minItems: 1,
         maxItems: 100,
@@ -119,12 +122,18 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
         summary: 'May this user do obj:act in this domain?',
         security: bearer,
         querystring: CheckQuery,
-        response: responses(200, Type.Object({ allowed: Type.Boolean() }), [404]),
+        response: responses(200, Type.Object({ allowed: Type.Boolean(), reason: Type.Optional(CheckReason) }), [404]),
       },
     },
     // Synchronous and allocation-light: the answer is in memory, so no promise is made per check.
     (request, reply) => {
       const { query } = request
+      if (query.explain === true) {
+        const explanation = explainCheck(ctx, callerOf(request), query.user_id, query)
+        metrics.decision('check', explanation.allowed)
+        reply.send(success(explanation))
+        return
+      }
       const allowed = checkPermission(ctx, checkSubject(ctx, callerOf(request), query.user_id), query)
       metrics.decision('check', allowed)
       reply.type('application/json; charset=utf-8').send(allowed ? ANSWERS.true : ANSWERS.false)
@@ -169,8 +178,11 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       },
     },
     (request, reply) => {
-      const subject = checkSubject(ctx, callerOf(request), request.body.data.user_id)
-      const results = checkPermissions(ctx, subject, request.body.data.checks)
+      const { data } = request.body
+      const results =
+        data.explain === true
+          ? explainChecks(ctx, callerOf(request), data.user_id, data.checks)
+          : checkPermissions(ctx, checkSubject(ctx, callerOf(request), data.user_id), data.checks)
       const allowedCount = results.filter((r) => r.allowed).length
       if (allowedCount > 0) metrics.decision('check_batch', true, allowedCount)
       if (allowedCount < results.length) metrics.decision('check_batch', false, results.length - allowedCount)

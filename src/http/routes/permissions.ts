@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { listPermissionHolders } from '../../commands/accessReview.js'
 import type { CommandContext } from '../../commands/context.js'
 import { grantRolePermission, revokeRolePermission } from '../../commands/grantRolePermission.js'
 import { getAuditLog } from '../../commands/getAuditLog.js'
@@ -13,6 +14,8 @@ import {
   AuditItem,
   AuditQuery,
   CatalogItem,
+  HoldersData,
+  HoldersQuery,
   RoleChangeData,
   RolePermissionsData,
   UserChangeData,
@@ -114,6 +117,21 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
       },
     },
     async (request) => success(await getUserPermissions(ctx, callerOf(request), request.params.userId, request.query.domain)),
+  )
+
+  app.get(
+    '/v2/admin/permissions/holders',
+    {
+      config: { permission: routePermissions.permissionRead },
+      schema: {
+        tags: ['permissions'],
+        summary: 'list-permission-holders: every active user a check allows the pair in the domain, by e-mail',
+        security: bearer,
+        querystring: HoldersQuery,
+        response: responses(200, HoldersData, [404]),
+      },
+    },
+    async (request) => success(await listPermissionHolders(ctx, callerOf(request), request.query)),
   )
 
   app.get(

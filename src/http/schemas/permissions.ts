@@ -1,11 +1,32 @@
 import { Type } from '@sinclair/typebox'
 import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../../domain/audit.js'
+import { REASON_KINDS } from '../../engine/explain.js'
 import { Act, CommandBody, Domain, Lang, MinRevision, Obj, PlainText } from './common.js'
 
-export const PairData = Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false })
+export const PairData = Type.Object(
+  {
+    obj: Obj,
+    act: Act,
+    domain: Type.Optional(Domain),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Preview only: the same checks, nothing written or audited, the answer says who gains or loses the pair' })),
+  },
+  { additionalProperties: false },
+)
 const pairExample = { obj: 'orders', act: 'refund', domain: 'm-1001' }
 
 export const pairCommand = (name: string) => CommandBody(name, PairData, pairExample)
+
+const PairInDomain = Type.Object({ obj: Type.String(), act: Type.String(), domain: Type.String() })
+
+/** A dry run's answer: how many users' decisions of the pair would change, and up to 50 of them by e-mail. */
+export const AccessPreview = Type.Object({
+  users_gaining: Type.Integer(),
+  users_losing: Type.Integer(),
+  sample: Type.Array(
+    Type.Object({ user_id: Type.String(), email: Type.String(), gains: Type.Array(PairInDomain), loses: Type.Array(PairInDomain) }),
+    { maxItems: 50 },
+  ),
+})
 
 export const RoleChangeData = Type.Object({
   changed: Type.Boolean(),
@@ -14,6 +35,7 @@ export const RoleChangeData = Type.Object({
   obj: Type.String(),
   act: Type.String(),
   domain: Type.String(),
+  preview: Type.Optional(AccessPreview),
 })
 
 export const UserChangeData = Type.Object({
@@ -24,6 +46,7 @@ export const UserChangeData = Type.Object({
   act: Type.String(),
   domain: Type.String(),
   effect: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Null()]),
+  preview: Type.Optional(AccessPreview),
 })
 
 export const CatalogItem = Type.Object({
@@ -60,8 +83,6 @@ export const UserPermissionsData = Type.Object({
   ),
 })
 
-export const CheckResultItem = Type.Object({ obj: Type.String(), act: Type.String(), domain: Type.String(), allowed: Type.Boolean() })
-
 export const AuditQuery = Type.Object({
   target_type: Type.Optional(Type.Unsafe<AuditTargetType>({ type: 'string', enum: [...AUDIT_TARGET_TYPES] })),
   target_id: Type.Optional(PlainText(1, 200)),
@@ -84,4 +105,43 @@ export const AuditItem = Type.Object({
   actor_type: Type.String(),
   ip: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
+})
+
+export const HoldersQuery = Type.Object({
+  obj: Obj,
+  act: Act,
+  domain: Type.Optional(Domain),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  lang: Lang,
+  min_revision: MinRevision,
+})
+
+export const HoldersData = Type.Object({
+  domain: Type.String(),
+  items: Type.Array(
+    Type.Object({
+      user_id: Type.String(),
+      email: Type.String(),
+      sub_role_code: Type.String(),
+      via: Type.Union([Type.Literal('root'), Type.Literal('role'), Type.Literal('user')]),
+    }),
+  ),
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+  total: Type.Integer(),
+})
+
+/** Why a check answered as it did (`explain=true`); `rule` is the Casbin p row that decided, when one did. */
+export const CheckReason = Type.Object({
+  kind: Type.Union(REASON_KINDS.map((kind) => Type.Literal(kind))),
+  rule: Type.Optional(Type.Array(Type.String())),
+})
+
+export const CheckResultItem = Type.Object({
+  obj: Type.String(),
+  act: Type.String(),
+  domain: Type.String(),
+  allowed: Type.Boolean(),
+  reason: Type.Optional(CheckReason),
 })
