@@ -7,6 +7,7 @@ import { DecisionIndex, nextStamp, type IndexedRule, type RuleChange } from './d
 import { explained, type Explanation } from './explain.js'
 import { withRowsChanged } from './overlay.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
+import { OverrideExpiries } from './overrideExpiries.js'
 import { appendRow, hasRow, indexRows, removeRows } from './modelRows.js'
 
 /** What a decision needs to know about the user asking. */
@@ -41,6 +42,8 @@ interface Snapshot {
   index: DecisionIndex
   /** Decisions of enforce() when the model is not one the index understands; cleared on every change. */
   cache: Map<string, boolean> | null
+  /** When the loaded overrides that expire stop counting. */
+  expiries: OverrideExpiries
 }
 
 const sections = ['r', 'p', 'g', 'e', 'm'] as const
@@ -62,28 +65,35 @@ export function isReferenceModel(model: Model): boolean {
  * hash look-ups. Changes are applied in memory after their commit.
  */
 export class PermissionEngine {
+  /** Told when the soonest expiry may have moved (a change or a reload). */
+  private expiryWatcher: (() => void) | null = null
+
   private constructor(
     private snapshot: Snapshot,
     private readonly modelText: string,
     readonly mode: DecisionMode,
     private rootRoles: Set<string>,
     private catalog: Catalog,
+    private readonly now: () => number,
   ) {}
 
-  static async load(db: Queryable, modelText: string, state: EngineState): Promise<PermissionEngine> {
+  /** `now` is the clock expiries are read against (a test's clock, or the system's). */
+  static async load(db: Queryable, modelText: string, state: EngineState, now: () => number = Date.now): Promise<PermissionEngine> {
     const mode: DecisionMode = isReferenceModel(parseModel(modelText)) ? 'index' : 'enforce-cache'
-    const snapshot = await PermissionEngine.loadSnapshot(db, modelText, mode)
-    return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog))
+    const snapshot = await PermissionEngine.loadSnapshot(db, modelText, mode, now())
+    return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
   }
 
-  private static async loadSnapshot(db: Queryable, modelText: string, mode: DecisionMode): Promise<Snapshot> {
-    const enforcer = await newEnforcer(parseModel(modelText), new StorageAdapter(db))
+  private static async loadSnapshot(db: Queryable, modelText: string, mode: DecisionMode, now: number): Promise<Snapshot> {
+    const expiries = new OverrideExpiries()
+    const adapter = new StorageAdapter(db, { now, onExpiring: (values, at) => expiries.set(values, at) })
+    const enforcer = await newEnforcer(parseModel(modelText), adapter)
     enforcer.enableAutoSave(false)
     const model = enforcer.getModel().model
     const index = DecisionIndex.build(model.get('p')?.get('p')?.policy ?? [], model.get('g')?.get('g')?.policy ?? [])
     // Part of the load, not of the first write after it: at a million rules the row tables take a while to build.
     if (mode === 'index') indexRows(enforcer.getModel())
-    return { enforcer, index, cache: mode === 'index' ? null : new Map() }
+    return { enforcer, index, cache: mode === 'index' ? null : new Map(), expiries }
   }
 
   private static catalogMap(entries: Iterable<CatalogEntry>): Catalog {
@@ -101,10 +111,33 @@ export class PermissionEngine {
 
   /** Builds a new enforcer and index off to the side and swaps them in at once: no check sees a partial policy. */
   async reload(db: Queryable, state: EngineState): Promise<void> {
-    const snapshot = await PermissionEngine.loadSnapshot(db, this.modelText, this.mode)
+    const snapshot = await PermissionEngine.loadSnapshot(db, this.modelText, this.mode, this.now())
     this.snapshot = snapshot
     this.rootRoles = new Set(state.rootRoles)
     this.catalog = PermissionEngine.catalogMap(state.catalog)
+    this.expiryWatcher?.()
+  }
+
+  /** `watcher` is called whenever the soonest expiry may have moved. */
+  watchExpiries(watcher: (() => void) | null): void {
+    this.expiryWatcher = watcher
+  }
+
+  /** The soonest instant at which a loaded override stops counting, or null. */
+  nextExpiry(): number | null {
+    return this.snapshot.expiries.next()
+  }
+
+  /** When this user's override of the pair in `domain` stops counting; null when it does not expire (or is not there). */
+  overrideExpiresAt(userId: string, domain: string, obj: string, act: string): number | null {
+    return this.snapshot.expiries.at(userId, domain, obj, act)
+  }
+
+  /** Takes every override whose instant has passed out of the decisions; returns their rows. */
+  async expireDue(): Promise<Array<readonly string[]>> {
+    const due = this.snapshot.expiries.takeDue(this.now())
+    for (const values of due) await this.removeRule('p', values)
+    return due
   }
 
   isRootRole(code: string): boolean {
@@ -239,7 +272,27 @@ export class PermissionEngine {
     return held ?? hasRow(enforcer.getModel(), ptype, values)
   }
 
-  async addRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
+  /**
+   * Adds a rule; an override that expires (`expiresAt`, epoch ms) is counted
+   * until then, and one whose instant has already passed is not added at all.
+   */
+  async addRule(ptype: 'p' | 'g', values: readonly string[], expiresAt: number | null = null): Promise<void> {
+    if (ptype === 'p' && expiresAt !== null && expiresAt <= this.now()) {
+      await this.removeRule(ptype, values)
+      return
+    }
+    await this.addRuleRow(ptype, values)
+    if (ptype !== 'p') return
+    const { expiries } = this.snapshot
+    if (expiresAt === null) {
+      expiries.clear(values)
+      return
+    }
+    expiries.set(values, expiresAt)
+    this.expiryWatcher?.()
+  }
+
+  private async addRuleRow(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
     const { enforcer, index, cache } = this.snapshot
     const held = this.heldByIndex(ptype, values)
     if (held === true) return
@@ -257,7 +310,8 @@ export class PermissionEngine {
   }
 
   async removeRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
-    const { enforcer, index, cache } = this.snapshot
+    const { enforcer, index, cache, expiries } = this.snapshot
+    if (ptype === 'p' && expiries.size > 0) expiries.clear(values)
     const held = this.heldByIndex(ptype, values)
     if (held === false) return
     if (held === true) {

@@ -22,6 +22,7 @@ import { accountRoutes } from './routes/accounts.js'
 import { authRoutes } from './routes/auth.js'
 import { authzRoutes } from './routes/authz.js'
 import { healthRoutes } from './routes/health.js'
+import { policyExportRoutes } from './routes/policyExport.js'
 import { permissionRoutes } from './routes/permissions.js'
 import { profileRoutes } from './routes/profile.js'
 import { ErrorEnvelope } from './schemas/common.js'
@@ -155,6 +156,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       await rest.register(profileRoutes, { ctx: service })
       await rest.register(accountRoutes, { ctx: service })
       await rest.register(permissionRoutes, { ctx: service })
+      await rest.register(policyExportRoutes, { ctx: service })
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).

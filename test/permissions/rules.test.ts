@@ -280,7 +280,7 @@ t.test('permission rules of CONTRACT sections 3 and 4', async (t) => {
     t.ok(role.json().data.permissions.some((p: { domain: string }) => p.domain === 'm1'))
     const profile = await ta.call({ method: 'GET', url: '/v2/profile/permissions', token: ta.tokenFor(w.m1Clerk) })
     t.same(Object.keys(profile.json().data).sort(), ['domain', 'is_root', 'permissions', 'sub_role_code', 'user_id'])
-    t.same(Object.keys(profile.json().data.permissions[0]).sort(), ['act', 'domain', 'group_name', 'label', 'obj', 'source'])
+    t.same(Object.keys(profile.json().data.permissions[0]).sort(), ['act', 'domain', 'expires_at', 'group_name', 'label', 'obj', 'source'])
     const rootProfile = await ta.call({ method: 'GET', url: '/v2/profile/permissions' })
     t.equal(rootProfile.json().data.is_root, true)
     t.equal(rootProfile.json().data.permissions.length, items.filter((i) => i.is_active).length)

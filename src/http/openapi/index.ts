@@ -46,6 +46,9 @@ function responsesOf(declared: Record<string, ResponseObject>, { entry, errors }
     if (!status.startsWith('2')) continue
     if (response.content === undefined) {
       responses.push([status, { description: `${statusHeading(Number(status))}: ${entry.returns}.` }])
+    } else if (response.content['application/json'] === undefined) {
+      // Not an envelope (the policy's CSV): the body is the answer itself, with no response_code.
+      responses.push([status, { ...response, description: `${statusHeading(Number(status))}: ${entry.returns}.` }])
     } else {
       const description = describeStatus(Number(status), [{ responseCode: '001', meaning: entry.returns }])
       responses.push([status, { ...response, description, 'x-response-codes': ['001'] }])

@@ -222,6 +222,18 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     data: 'PermissionHolders',
     errors: ['MERCHANT_NOT_FOUND'],
   },
+  'GET /v2/admin/permissions/export': {
+    operationId: 'export-policy',
+    summary: 'Export the policy as a Casbin CSV file that model.conf reads.',
+    description:
+      'Role rules and per-user overrides as `p` lines, assignments as `g` lines, sorted, with no comments: the bytes `npm run cli -- policy export` prints. With `domain`, what decides in that domain: the rows of that domain and of `global`. Rules of pairs not active in the catalog decide nothing and are left out. Only system-owner callers with a root sub-role get it.',
+    returns: 'the policy as `text/csv` (`Content-Disposition: attachment`)',
+    errors: ['MERCHANT_NOT_FOUND'],
+    notes: {
+      PERMISSION_DENIED: 'the caller lacks `permission:read`, or its sub-role is not root',
+      PRINCIPAL_TYPE_DENIED: 'merchant callers never get the policy file',
+    },
+  },
   'GET /v2/admin/permissions/audit-log': {
     operationId: 'get-permission-audit',
     summary: 'List the audit trail, newest first.',

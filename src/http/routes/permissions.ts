@@ -20,6 +20,7 @@ import {
   RolePermissionsData,
   UserChangeData,
   UserPermissionsData,
+  overrideCommand,
   pairCommand,
 } from '../schemas/permissions.js'
 
@@ -38,13 +39,13 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
     body: pairCommand(name),
     response: responses(200, RoleChangeData, [404, 413, 415]),
   })
-  const userCommand = (name: string, summary: string) => ({
+  const userCommand = (name: string, summary: string, body = pairCommand(name)) => ({
     tags: ['permissions'],
     summary,
     security: bearer,
     params: UserParams,
     querystring: LangQuery,
-    body: pairCommand(name),
+    body,
     response: responses(200, UserChangeData, [404, 413, 415]),
   })
 
@@ -60,12 +61,12 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
   )
   app.post(
     '/v2/admin/permissions/users/:userId/grant',
-    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('grant-user-permission', 'grant-user-permission: allow override') },
+    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('grant-user-permission', 'grant-user-permission: allow override', overrideCommand('grant-user-permission')) },
     async (request) => success(await setUserPermission(ctx, callerOf(request), request.params.userId, request.body.data, 'allow')),
   )
   app.post(
     '/v2/admin/permissions/users/:userId/deny',
-    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('deny-user-permission', 'deny-user-permission: deny override') },
+    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('deny-user-permission', 'deny-user-permission: deny override', overrideCommand('deny-user-permission')) },
     async (request) => success(await setUserPermission(ctx, callerOf(request), request.params.userId, request.body.data, 'deny')),
   )
   app.delete(

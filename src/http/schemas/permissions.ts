@@ -16,6 +16,12 @@ const pairExample = { obj: 'orders', act: 'refund', domain: 'm-1001' }
 
 export const pairCommand = (name: string) => CommandBody(name, PairData, pairExample)
 
+/** grant- and deny-user-permission: the pair, and the instant at which the override stops counting (none: never). */
+export const OverrideData = Type.Composite([PairData, Type.Object({ expires_at: Type.Optional(Type.String({ format: 'date-time', maxLength: 40 })) })], {
+  additionalProperties: false,
+})
+export const overrideCommand = (name: string) => CommandBody(name, OverrideData, { ...pairExample, expires_at: '2030-01-31T18:00:00Z' })
+
 const PairInDomain = Type.Object({ obj: Type.String(), act: Type.String(), domain: Type.String() })
 
 /** A dry run's answer: how many users' decisions of the pair would change, and up to 50 of them by e-mail. */
@@ -46,6 +52,8 @@ export const UserChangeData = Type.Object({
   act: Type.String(),
   domain: Type.String(),
   effect: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Null()]),
+  /** When the override stops counting; null when it does not expire (or after a revoke). */
+  expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   preview: Type.Optional(AccessPreview),
 })
 
@@ -79,6 +87,7 @@ export const UserPermissionsData = Type.Object({
       source: Type.Union([Type.Literal('role'), Type.Literal('user')]),
       label: Type.String(),
       group_name: Type.String(),
+      expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     }),
   ),
 })
