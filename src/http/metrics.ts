@@ -1,50 +1,53 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client'
 import type { Replica } from '../commands/replica.js'
 import type { PoolStats } from '../storage/db.js'
+import { LatencyHistogram } from './latencyHistogram.js'
 
 /** Latency buckets for an answer from memory (sub-millisecond) up to a write that waits on the database. */
 const LATENCY_BUCKETS = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
 export type DecisionEndpoint = 'check' | 'check_batch' | 'verify'
 
-interface Observer {
-  observe(value: number): void
-}
-interface Incrementer {
-  inc(value?: number): void
-}
+const DECISION_ENDPOINTS: readonly DecisionEndpoint[] = ['check', 'check_batch', 'verify']
 
 /**
  * What an operator alerts on, in Prometheus' text format: request latency
  * per route, decisions by outcome, the applied policy revision and how long
- * ago it was confirmed, reloads, login failures and limits, pool use. Every
- * series a request touches is a child made once and kept, so recording a
- * request costs a map look-up and an observation, nothing else.
+ * ago it was confirmed, reloads, login failures and limits, pool use. What
+ * a request records goes into plain numbers read at scrape time, so the
+ * decision routes pay a map look-up and a few additions, nothing else.
  */
 export class ServiceMetrics {
   readonly registry = new Registry()
-  private readonly duration: Histogram<'method' | 'route' | 'status_code'>
-  private readonly decisions: Counter<'endpoint' | 'outcome'>
+  private readonly duration: LatencyHistogram
   private readonly logins: Counter<'outcome'>
-  private readonly decisionChildren: Record<DecisionEndpoint, { allow: Incrementer; deny: Incrementer }>
+  /** Decisions so far per endpoint: [allowed, denied]. */
+  private readonly decisionCounts: Record<DecisionEndpoint, [number, number]> = { check: [0, 0], check_batch: [0, 0], verify: [0, 0] }
 
   constructor(replica: Replica, poolStats: () => PoolStats | null) {
     collectDefaultMetrics({ register: this.registry, prefix: 'aps_' })
-    this.duration = new Histogram({
-      name: 'aps_http_request_duration_seconds',
-      help: 'Time from receiving a request to sending its answer, per route, method and status',
-      labelNames: ['method', 'route', 'status_code'],
-      buckets: LATENCY_BUCKETS,
-      registers: [this.registry],
-    })
-    this.decisions = new Counter({
+    this.duration = new LatencyHistogram(
+      'aps_http_request_duration_seconds',
+      'Time from receiving a request to sending its answer, per route, method and status',
+      LATENCY_BUCKETS,
+    )
+    // The registry asks only for name, help, type, get() and reset(); the rest of prom-client's Metric is unused.
+    this.registry.registerMetric(this.duration as unknown as Metric)
+    const decisionCounts = this.decisionCounts
+    new Counter({
       name: 'aps_decisions_total',
       help: 'Decisions answered by the check, check-batch and verify endpoints, by outcome',
       labelNames: ['endpoint', 'outcome'],
       registers: [this.registry],
+      collect() {
+        this.reset()
+        for (const endpoint of DECISION_ENDPOINTS) {
+          const [allowed, denied] = decisionCounts[endpoint]
+          this.inc({ endpoint, outcome: 'allow' }, allowed)
+          this.inc({ endpoint, outcome: 'deny' }, denied)
+        }
+      },
     })
-    const outcomes = (endpoint: DecisionEndpoint) => ({ allow: this.decisions.labels(endpoint, 'allow'), deny: this.decisions.labels(endpoint, 'deny') })
-    this.decisionChildren = { check: outcomes('check'), check_batch: outcomes('check_batch'), verify: outcomes('verify') }
     this.logins = new Counter({
       name: 'aps_logins_total',
       help: 'Login attempts by outcome: success, failure (wrong e-mail or password), limited (429)',
@@ -96,21 +99,20 @@ export class ServiceMetrics {
    * label string.
    */
   recorder(method: string, route: string): (statusCode: number, seconds: number) => void {
-    const byStatus = new Map<number, Observer>()
+    const byStatus = new Map<number, (seconds: number) => void>()
     return (statusCode, seconds) => {
-      let child = byStatus.get(statusCode)
-      if (child === undefined) {
-        child = this.duration.labels(method, route, String(statusCode))
-        byStatus.set(statusCode, child)
+      let observe = byStatus.get(statusCode)
+      if (observe === undefined) {
+        observe = this.duration.observer({ method, route, status_code: String(statusCode) })
+        byStatus.set(statusCode, observe)
       }
-      child.observe(seconds)
+      observe(seconds)
     }
   }
 
-  /** Counts one decision; the six series (three endpoints, two outcomes) are made once, up front. */
+  /** Counts decisions of one endpoint and outcome. */
   decision(endpoint: DecisionEndpoint, allowed: boolean, count = 1): void {
-    const pair = this.decisionChildren[endpoint]
-    ;(allowed ? pair.allow : pair.deny).inc(count)
+    this.decisionCounts[endpoint][allowed ? 0 : 1] += count
   }
 
   login(outcome: 'success' | 'failure' | 'limited'): void {
