@@ -40,8 +40,8 @@ export function benchConfig() {
 }
 
 /**
- * `rules` role grants over the catalog's pairs: 800 rules per sub-role
- * (50 merchants × 16 pairs), about 1% of them denies.
+ * `rules` role grants over the catalog's pairs: 50 merchants × every
+ * declared pair per sub-role (900 with today's 18 pairs), about 1% of them denies.
  */
 export async function seedRules(db: Database, rules: number): Promise<void> {
   await migrate(db)
