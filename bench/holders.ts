@@ -15,14 +15,10 @@ import { cpus, totalmem } from 'node:os'
 import { listPermissionHolders } from '../src/commands/accessReview.js'
 import type { Caller } from '../src/commands/context.js'
 import { declaredCatalog } from '../src/domain/permissions.js'
-import { PermissionEngine } from '../src/engine/engine.js'
-import { readModel } from '../src/engine/model.js'
 import app from '../src/http/app.js'
 import { createFastify } from '../src/http/server.js'
-import { listCatalog } from '../src/storage/catalog.js'
 import type { Database } from '../src/storage/db.js'
-import { listSubRoles } from '../src/storage/subRoles.js'
-import { benchConfig, benchDatabase, benchService, postgresUrl, seedRules } from './seed.js'
+import { benchConfig, benchDatabase, benchService, measuredEngine, postgresUrl, seedRules } from './seed.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
 const RULES = Number(process.env.BENCH_RULES ?? 1_000_000)
@@ -39,25 +35,6 @@ const record = (what: string, value: string, note = '') => {
   process.stderr.write(`  ${what}: ${value} ${note}\n`)
 }
 
-async function count(db: Database, sql: string): Promise<number> {
-  return (await db.query<{ n: number }>(sql)).rows[0]?.n ?? 0
-}
-
-/** The engine loaded on its own, and the heap it added per stored rule (p and g rows and overrides). */
-async function heapPerRule(db: Database): Promise<{ perRule: number; rules: number; loadMs: number; engine: PermissionEngine }> {
-  const model = readModel(new URL('../model.conf', import.meta.url).pathname)
-  const state = { rootRoles: (await listSubRoles(db)).filter((r) => r.is_root).map((r) => r.code), catalog: await listCatalog(db) }
-  gc?.()
-  const before = process.memoryUsage().heapUsed
-  const started = performance.now()
-  const engine = await PermissionEngine.load(db, model.text, state)
-  const loadMs = performance.now() - started
-  gc?.()
-  const used = process.memoryUsage().heapUsed - before
-  const rules = (await count(db, 'SELECT count(*)::int AS n FROM casbin_rule')) + (await count(db, 'SELECT count(*)::int AS n FROM permission_overrides'))
-  // The engine is returned, so it is still alive when measured.
-  return { perRule: used / rules, rules, loadMs, engine }
-}
 
 /** Accounts, their `g` rows, the platform sub-roles' `global` grants and some overrides, written directly. */
 async function seedUsers(db: Database): Promise<void> {
@@ -118,14 +95,14 @@ try {
   let t0 = performance.now()
   await seedRules(db, RULES)
   process.stderr.write(`  seeded ${fmt(RULES)} rules in ${fmt(performance.now() - t0)} ms\n`)
-  const rulesOnly = await heapPerRule(db)
-  record(`heap per rule (Casbin model + index), ${fmt(rulesOnly.rules)} role grants, no accounts`, `${fmt(rulesOnly.perRule)} B`, gc === undefined ? '(run with --expose-gc)' : '')
+  const rulesOnly = await measuredEngine(db)
+  record(`heap per rule (Casbin model + index), ${fmt(rulesOnly.rules)} role grants, no accounts`, `${fmt(rulesOnly.heapPerRule)} B`, gc === undefined ? '(run with --expose-gc)' : '')
 
   t0 = performance.now()
   await seedUsers(db)
   process.stderr.write(`  seeded ${fmt(USERS)} accounts and their rows in ${fmt(performance.now() - t0)} ms\n`)
-  const withUsers = await heapPerRule(db)
-  record(`heap per rule (Casbin model + index), ${fmt(withUsers.rules)} rows with ${fmt(USERS)} accounts' g rows and overrides`, `${fmt(withUsers.perRule)} B`)
+  const withUsers = await measuredEngine(db)
+  record(`heap per rule (Casbin model + index), ${fmt(withUsers.rules)} rows with ${fmt(USERS)} accounts' g rows and overrides`, `${fmt(withUsers.heapPerRule)} B`)
   record('cold load of the engine, same rows', `${fmt(withUsers.loadMs)} ms`)
 
   const service = await benchService(db)

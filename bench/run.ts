@@ -5,12 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
 import autocannon from 'autocannon'
-import { PermissionEngine } from '../src/engine/engine.js'
-import { readModel } from '../src/engine/model.js'
-import { listCatalog } from '../src/storage/catalog.js'
-import { listSubRoles } from '../src/storage/subRoles.js'
+import type { PermissionEngine } from '../src/engine/engine.js'
 import type { Database } from '../src/storage/db.js'
-import { benchDatabase, benchService, benchSubject, postgresUrl, seedRules } from './seed.js'
+import { benchDatabase, benchService, benchSubject, measuredEngine, postgresUrl, seedRules } from './seed.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 3)
@@ -21,19 +18,6 @@ const record = (what: string, value: string, note = '') => {
   process.stderr.write(`  ${what}: ${value} ${note}\n`)
 }
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
-
-async function engineFor(db: Database): Promise<{ engine: PermissionEngine; loadMs: number; heapPerRule: number }> {
-  const model = readModel(new URL('../model.conf', import.meta.url).pathname)
-  const state = { rootRoles: (await listSubRoles(db)).filter((r) => r.is_root).map((r) => r.code), catalog: await listCatalog(db) }
-  gc?.()
-  const before = process.memoryUsage().heapUsed
-  const started = performance.now()
-  const engine = await PermissionEngine.load(db, model.text, state)
-  const loadMs = performance.now() - started
-  gc?.()
-  const rules = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM casbin_rule')).rows[0]?.n ?? 1
-  return { engine, loadMs, heapPerRule: (process.memoryUsage().heapUsed - before) / rules }
-}
 
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -99,7 +83,7 @@ interface InProcess {
 
 async function inProcess(rules: number, withEnforce: boolean): Promise<InProcess> {
   const store = await seeded(rules)
-  const { engine, loadMs, heapPerRule } = await engineFor(store.db)
+  const { engine, loadMs, heapPerRule } = await measuredEngine(store.db)
   const subject = { id: store.userId, principal_type: 'merchant' as const, merchant_id: 'm1', sub_role_code: 'role_0' }
   const questions = [
     ['m1', 'orders', 'read'],

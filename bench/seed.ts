@@ -5,6 +5,10 @@ import { registerAdmin } from '../src/commands/registerAdmin.js'
 import { onboardMerchant } from '../src/commands/onboardMerchant.js'
 import { SYSTEM_ACTOR } from '../src/domain/audit.js'
 import { declaredCatalog } from '../src/domain/permissions.js'
+import { PermissionEngine } from '../src/engine/engine.js'
+import { readModel } from '../src/engine/model.js'
+import { listCatalog } from '../src/storage/catalog.js'
+import { listSubRoles } from '../src/storage/subRoles.js'
 import type { Database } from '../src/storage/db.js'
 import { migrate } from '../src/storage/migrate.js'
 import { openPostgres } from '../src/storage/pg.js'
@@ -68,4 +72,21 @@ export async function benchSubject(service: Service): Promise<{ userId: string; 
 
 export async function benchService(db: Database): Promise<Service> {
   return buildService(benchConfig(), { db, skipFirstAdmin: true })
+}
+
+/** The engine loaded on its own from `db`, how long that took, and the heap it added per stored row (p and g rows and overrides). */
+export async function measuredEngine(db: Database): Promise<{ engine: PermissionEngine; loadMs: number; heapPerRule: number; rules: number }> {
+  const model = readModel(new URL('../model.conf', import.meta.url).pathname)
+  const state = { rootRoles: (await listSubRoles(db)).filter((r) => r.is_root).map((r) => r.code), catalog: await listCatalog(db) }
+  gc?.()
+  const before = process.memoryUsage().heapUsed
+  const started = performance.now()
+  const engine = await PermissionEngine.load(db, model.text, state)
+  const loadMs = performance.now() - started
+  gc?.()
+  const used = process.memoryUsage().heapUsed - before
+  const { rows } = await db.query<{ n: number }>('SELECT (SELECT count(*) FROM casbin_rule) + (SELECT count(*) FROM permission_overrides) AS n')
+  const rules = Math.max(1, Number(rows[0]?.n ?? 1))
+  // The engine is returned, so it is still alive when measured.
+  return { engine, loadMs, heapPerRule: used / rules, rules }
 }

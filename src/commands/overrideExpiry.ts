@@ -1,7 +1,7 @@
-import { SYSTEM_ACTOR } from '../domain/audit.js'
-import { ruleRemoved } from '../domain/changes.js'
+import { SYSTEM_ACTOR, type AuditEntry } from '../domain/audit.js'
+import { ruleRemoved, type StoreChange } from '../domain/changes.js'
 import type { Clock, ClockTimer } from '../domain/clock.js'
-import { sweepExpiredOverrides } from '../storage/overrides.js'
+import { sweepExpiredOverrides, type OverrideRow } from '../storage/overrides.js'
 import type { CommandContext } from './context.js'
 import type { Replica, ReplicaLogger } from './replica.js'
 
@@ -9,6 +9,17 @@ import type { Replica, ReplicaLogger } from './replica.js'
 const SWEEP_RETRY_MS = 1000
 /** Rows removed per transaction by a sweep. */
 const SWEEP_BATCH = 500
+
+/**
+ * The audit entry and the change of an override removed for having expired:
+ * written by the sweep, or by a write that met the expired row first.
+ */
+export function overrideExpired(row: OverrideRow, merchantId: string | null): { audit: AuditEntry; change: StoreChange } {
+  return {
+    audit: { action: 'override_expired', target_type: 'user', target_id: row.user_id, obj: row.obj, act: row.act, domain: row.domain, merchant_id: merchantId, actor: SYSTEM_ACTOR },
+    change: ruleRemoved('p', [row.user_id, row.domain, row.obj, row.act, row.effect]),
+  }
+}
 
 /**
  * Expiring overrides, on one replica. When the soonest instant passes, the
@@ -22,12 +33,14 @@ export class OverrideExpiry {
   private timer: ClockTimer | null = null
   private armedAt: number | null = null
   private sweeping: Promise<number> | null = null
+  /** A sweep was asked for while one ran: that one may have started before the rows it must remove expired. */
+  private sweepAgain = false
   private retry: NodeJS.Timeout | null = null
   private stopped = false
 
   constructor(
     private readonly ctx: Pick<CommandContext, 'engine' | 'writes'>,
-    private readonly replica: Pick<Replica, 'hold'>,
+    private readonly replica: Pick<Replica, 'hold' | 'reload'>,
     private readonly clock: Clock,
     private readonly log?: ReplicaLogger,
   ) {}
@@ -52,21 +65,45 @@ export class OverrideExpiry {
     if (next === this.armedAt) return
     this.timer?.cancel()
     this.armedAt = next
-    this.timer = next === null ? null : this.clock.at(next, () => void this.fire())
+    this.timer = next === null ? null : this.clock.at(next, () => this.fire())
   }
 
-  private async fire(): Promise<void> {
+  private fire(): void {
     this.armedAt = null
     this.timer = null
     // In the replica's queue: memory changes one task at a time.
-    const expired = await this.replica.hold(() => this.ctx.engine.expireDue())
-    this.arm()
-    if (expired.length > 0) await this.sweep()
+    this.replica.hold(() => this.ctx.engine.expireDue()).then(
+      (expired) => {
+        this.arm()
+        if (expired.length > 0) void this.sweep()
+      },
+      (error: unknown) => {
+        // Memory may now be partly changed: a reload puts it back in step with the store, which still holds the rows.
+        this.log?.warn({ err: error }, 'taking expired overrides out of memory failed: reloading the policy')
+        void this.replica.reload().catch(() => undefined)
+      },
+    )
   }
 
-  /** Deletes every expired row with its audit entry; returns how many this replica removed. Shared while one runs. */
+  /**
+   * Deletes every expired row with its audit entry; returns how many this
+   * replica removed. Calls made while a sweep runs share it, and it runs once
+   * more after them.
+   */
   sweep(): Promise<number> {
-    this.sweeping ??= this.sweepAll().finally(() => {
+    if (this.sweeping !== null) {
+      this.sweepAgain = true
+      return this.sweeping
+    }
+    const run = async () => {
+      let removed = 0
+      do {
+        this.sweepAgain = false
+        removed += await this.sweepAll()
+      } while (this.sweepAgain && !this.stopped)
+      return removed
+    }
+    this.sweeping = run().finally(() => {
       this.sweeping = null
     })
     return this.sweeping
@@ -77,21 +114,12 @@ export class OverrideExpiry {
     try {
       for (;;) {
         const outcome = await this.ctx.writes.run(async (tx) => {
-          const rows = await sweepExpiredOverrides(tx, new Date(this.clock.now()), SWEEP_BATCH)
+          const expired = (await sweepExpiredOverrides(tx, new Date(this.clock.now()), SWEEP_BATCH)).map((row) => overrideExpired(row, row.merchant_id))
           return {
-            changed: rows.length > 0,
-            audit: rows.map((row) => ({
-              action: 'override_expired' as const,
-              target_type: 'user' as const,
-              target_id: row.user_id,
-              obj: row.obj,
-              act: row.act,
-              domain: row.domain,
-              merchant_id: row.merchant_id,
-              actor: SYSTEM_ACTOR,
-            })),
-            changes: rows.map((row) => ruleRemoved('p', [row.user_id, row.domain, row.obj, row.act, row.effect])),
-            result: rows.length,
+            changed: expired.length > 0,
+            audit: expired.map((e) => e.audit),
+            changes: expired.map((e) => e.change),
+            result: expired.length,
           }
         })
         removed += outcome.result

@@ -33,6 +33,7 @@ import { deleteRule, insertRule, iterateRules } from '../storage/policyRows.js'
 import { currentRevision } from '../storage/revision.js'
 import { ensureSubRole } from '../storage/subRoles.js'
 import type { CommandContext } from './context.js'
+import { overrideExpired } from './overrideExpiry.js'
 import { assertDomainExists } from './permissionContext.js'
 
 /** A policy file larger than this is refused before it is read (about 100,000 lines). */
@@ -536,14 +537,15 @@ async function apply(
     }
   }
   const effectAction = (effect: string) => (effect === 'allow' ? ('grant' as const) : ('deny' as const))
-  const expiredOn = (write: OverrideWrite, key: string[]) => {
-    if (write.expired === null) return
-    audit.push(entry('override_expired', key))
-    changes.push(ruleRemoved('p', [...key, write.expired.effect]))
-  }
   const overrideKeyOf = (values: readonly string[]) => {
     const [user_id = '', domain = '', obj = '', act = ''] = values
     return { user_id, domain, obj, act }
+  }
+  const expiredOn = (write: OverrideWrite, key: string[]) => {
+    if (write.expired === null) return
+    const expired = overrideExpired({ ...overrideKeyOf(key), effect: write.expired.effect }, accounts.get(key[0] ?? '')?.merchant_id ?? null)
+    audit.push(expired.audit)
+    changes.push(expired.change)
   }
   // An override the file sets never expires: the file has no column for it.
   const setUser = async (values: string[]) => {

@@ -2,11 +2,12 @@ import { assertMayGrant, assertMayRevoke } from '../domain/grantRules.js'
 import type { Account } from '../domain/principals.js'
 import { assertOverrideDomain, assertReachable, userDomain } from '../domain/tenancy.js'
 import { ServiceError } from '../domain/errors.js'
-import { SYSTEM_ACTOR, type AuditEntry } from '../domain/audit.js'
+import type { AuditEntry } from '../domain/audit.js'
 import { deleteOverride, setOverride, type Effect, type OverrideWrite } from '../storage/overrides.js'
 import type { AccessPreview } from '../engine/preview.js'
 import { previewUserOverride, type DryRun } from './accessReview.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
+import { overrideExpired } from './overrideExpiry.js'
 import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 
@@ -31,10 +32,8 @@ function expiryOf(ctx: CommandContext, input: OverrideInput): Date | null {
  */
 function expiredParts(write: OverrideWrite, target: Account, domain: string, input: PairInput): { audit: AuditEntry[]; changes: StoreChange[] } {
   if (write.expired === null) return { audit: [], changes: [] }
-  return {
-    audit: [{ action: 'override_expired', target_type: 'user', target_id: target.id, obj: input.obj, act: input.act, domain, merchant_id: target.merchant_id, actor: SYSTEM_ACTOR }],
-    changes: [ruleRemoved('p', [target.id, domain, input.obj, input.act, write.expired.effect])],
-  }
+  const { audit, change } = overrideExpired({ user_id: target.id, domain, obj: input.obj, act: input.act, effect: write.expired.effect }, target.merchant_id)
+  return { audit: [audit], changes: [change] }
 }
 
 async function resolveTarget(ctx: CommandContext, caller: Caller, userId: string, requested: string | undefined): Promise<{ target: Account; domain: string }> {

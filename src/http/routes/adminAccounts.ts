@@ -6,7 +6,7 @@ import type { CommandContext } from '../../commands/context.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, AccountStatusSchema, CommandBody, Lang, MerchantId, PlainText, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
+import { Account, AccountStatusSchema, CommandBody, Lang, MerchantId, Paging, PlainText, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
 
 const UserParams = Type.Object({ userId: UserId })
 
@@ -15,8 +15,7 @@ const AccountsQuery = ReadQuery({
   sub_role_code: Type.Optional(SubRoleCode),
   status: Type.Optional(AccountStatusSchema),
   q: Type.Optional(PlainText(1, 200)),
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  ...Paging,
 })
 
 const AccountChangeData = Type.Object({ changed: Type.Boolean(), revision: Type.Integer(), account: Account })

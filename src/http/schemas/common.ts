@@ -39,6 +39,12 @@ export const MinRevision = Type.Optional(
   Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Answer only from a replica at this revision or later' }),
 )
 
+/** A listing's page (from 1) and page size (at most 100). */
+export const Paging = {
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+}
+
 /** The query string of a read: `lang`, `min_revision` and the route's own parameters. */
 export function ReadQuery<T extends TProperties>(properties: T = {} as T) {
   return Type.Object({ ...properties, lang: Lang, min_revision: MinRevision })

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../../domain/audit.js'
 import { REASON_KINDS } from '../../engine/explain.js'
-import { Act, CommandBody, Domain, Lang, MinRevision, Obj, PlainText } from './common.js'
+import { Act, CommandBody, Domain, Obj, Paging, PlainText, ReadQuery } from './common.js'
 
 export const PairData = Type.Object(
   {
@@ -92,14 +92,11 @@ export const UserPermissionsData = Type.Object({
   ),
 })
 
-export const AuditQuery = Type.Object({
+export const AuditQuery = ReadQuery({
   target_type: Type.Optional(Type.Unsafe<AuditTargetType>({ type: 'string', enum: [...AUDIT_TARGET_TYPES] })),
   target_id: Type.Optional(PlainText(1, 200)),
   action: Type.Optional(PlainText(1, 64)),
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-  lang: Lang,
-  min_revision: MinRevision,
+  ...Paging,
 })
 
 export const AuditItem = Type.Object({
@@ -116,15 +113,7 @@ export const AuditItem = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
 })
 
-export const HoldersQuery = Type.Object({
-  obj: Obj,
-  act: Act,
-  domain: Type.Optional(Domain),
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-  lang: Lang,
-  min_revision: MinRevision,
-})
+export const HoldersQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), ...Paging })
 
 export const HoldersData = Type.Object({
   domain: Type.String(),
