@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { parseProxyTrust, type ProxyTrust } from './domain/clientIp.js'
 import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from './domain/identifiers.js'
 import { RouteMap, type RouteMapEntry } from './domain/routeMap.js'
 
@@ -80,7 +81,8 @@ export interface Config {
   bootstrapAdmin: { email: string; password: string } | null
   defaultLocale: string
   modelPath: string
-  trustProxy: boolean | string
+  /** Whose X-Forwarded-For is believed: the client is the rightmost address no trusted proxy wrote. */
+  trustProxy: ProxyTrust
   logLevel: LogLevel
   /** Level of the check routes' request logs: the gateway calls them thousands of times a second. */
   checkLogLevel: LogLevel
@@ -171,10 +173,12 @@ function resolveJwt(env: Env, storage: StorageConfig): JwtConfig {
 }
 
 /** `true`, `false`, or a comma-separated list of proxy addresses or CIDR ranges to trust. */
-function parseTrustProxy(value: string | undefined): boolean | string {
-  if (value === undefined || value === 'false') return false
-  if (value === 'true') return true
-  return value
+function parseTrustProxy(value: string | undefined): ProxyTrust {
+  try {
+    return parseProxyTrust(value)
+  } catch (error) {
+    throw new ConfigError(`TRUST_PROXY: ${(error as Error).message} (expected true, false, a hop count, or proxy addresses/CIDRs separated by commas)`)
+  }
 }
 
 /** Reads and checks the route map file: a bad file stops the start with a message naming the entry. */

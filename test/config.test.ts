@@ -58,9 +58,11 @@ t.test('explicit values are read and converted', async (t) => {
   t.equal(config.defaultLocale, 'es')
   t.equal(config.modelPath, resolve('custom/model.conf'), 'MODEL_PATH relative to the working directory')
   t.equal(config.logLevel, 'warn')
-  t.equal(config.trustProxy, true)
-  t.equal(loadConfig({ DATABASE_URL: 'pglite://memory', TRUST_PROXY: '10.0.0.1,10.0.0.0/8' }).trustProxy, '10.0.0.1,10.0.0.0/8')
+  t.same(config.trustProxy, { hops: 1 }, 'TRUST_PROXY=true: one proxy in front')
+  t.same(loadConfig({ DATABASE_URL: 'pglite://memory', TRUST_PROXY: '10.0.0.1,10.0.0.0/8' }).trustProxy, { addresses: ['10.0.0.1', '10.0.0.0/8'] })
+  t.same(loadConfig({ DATABASE_URL: 'pglite://memory', TRUST_PROXY: '2' }).trustProxy, { hops: 2 })
   t.equal(loadConfig({ DATABASE_URL: 'pglite://memory', TRUST_PROXY: 'false' }).trustProxy, false)
+  t.throws(() => loadConfig({ DATABASE_URL: 'pglite://memory', TRUST_PROXY: '10.0.0.300' }), { name: 'ConfigError', message: /TRUST_PROXY/ })
   t.equal(loadConfig({ DATABASE_URL: 'pglite://memory', PORT: '' }).port, 3000, 'an empty variable counts as unset')
 })
 

@@ -1,16 +1,25 @@
 import { randomBytes } from 'node:crypto'
 import { SYSTEM_ACTOR, type Actor } from '../domain/audit.js'
 import { ServiceError } from '../domain/errors.js'
+import type { LoginLimits } from '../domain/loginLimits.js'
 import { homeDomain, type Account } from '../domain/principals.js'
 import { findAccountByEmail, findAccountWithHash, setPassword } from '../storage/accounts.js'
+import { admitLoginAttempt, clearLoginFailures } from '../storage/loginFailures.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
+import { AccountLoginLimitedError } from './login.js'
 
-/** Replaces the password, bumps the credentials version (older tokens are refused) and audits it, in one transaction. */
+/**
+ * Replaces the password, bumps the credentials version (older tokens are
+ * refused), clears the account's login failures (guesses at a password that
+ * no longer exists; this is how an operator lifts a lock-out) and audits it,
+ * in one transaction.
+ */
 async function replacePassword(ctx: CommandContext, account: Account, password: string, action: 'password_changed' | 'password_reset', actor: Actor) {
   const passwordHash = await ctx.passwords.hash(password)
   return ctx.writes.run(async (tx) => {
     const updated = await setPassword(tx, account.id, passwordHash)
     if (updated === null) throw new ServiceError('USER_NOT_FOUND')
+    await clearLoginFailures(tx, account.email)
     return {
       changed: true,
       audit: [{ action, target_type: 'user' as const, target_id: account.id, obj: null, act: null, domain: homeDomain(account), merchant_id: account.merchant_id, actor }],
@@ -20,8 +29,22 @@ async function replacePassword(ctx: CommandContext, account: Account, password: 
   })
 }
 
-/** change-password: the caller's own, given its current one; every token issued before is refused afterwards. */
-export async function changePassword(ctx: CommandContext, caller: Caller, current: string, next: string): Promise<{ revision: number; account: Account }> {
+/**
+ * change-password: the caller's own, given its current one; every token
+ * issued before is refused afterwards. The check of the current password is
+ * a password guess like a login's, so it is counted and limited with the
+ * account's login failures: a stolen token is not an unlimited oracle for
+ * the password behind it.
+ */
+export async function changePassword(
+  ctx: CommandContext,
+  limits: LoginLimits,
+  caller: Caller,
+  current: string,
+  next: string,
+): Promise<{ revision: number; account: Account }> {
+  const attempt = await admitLoginAttempt(ctx.db, caller.account.email, caller.ip, limits)
+  if (!attempt.admitted) throw new AccountLoginLimitedError(attempt.retryAfterSeconds)
   const stored = await findAccountWithHash(ctx.db, caller.account.id)
   const valid = await ctx.passwords.verify(stored?.password_hash ?? null, current)
   if (stored === null || !valid) throw new ServiceError('CURRENT_PASSWORD_WRONG', {}, [{ field: 'current_password', message: 'invalid' }])

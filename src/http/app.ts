@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Service } from '../compose.js'
 import { ServiceError } from '../domain/errors.js'
+import { loginLimits } from '../domain/loginLimits.js'
 import { RouteMap } from '../domain/routeMap.js'
 import { mapError } from './errors.js'
 import { createLocalizer } from './i18n/index.js'
@@ -149,11 +150,12 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     await typed.register(async (admin) => {
       const rest = admin.withTypeProvider<TypeBoxTypeProvider>()
       await rest.register(helmet, SECURITY_HEADERS)
+      const limits = loginLimits(service.config.loginAccountFailures)
       await rest.register(authRoutes, {
-        login: { db: service.db, passwords: service.passwords, tokens: service.tokens, maxFailures: service.config.loginAccountFailures },
+        login: { db: service.db, passwords: service.passwords, tokens: service.tokens, limits },
         perMinute: service.config.loginRateLimitPerMinute,
       })
-      await rest.register(profileRoutes, { ctx: service })
+      await rest.register(profileRoutes, { ctx: service, loginLimits: limits })
       await rest.register(accountRoutes, { ctx: service })
       await rest.register(permissionRoutes, { ctx: service })
       await rest.register(policyExportRoutes, { ctx: service })

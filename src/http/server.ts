@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { buildService, type Service } from '../compose.js'
 import { loadConfig, type Config } from '../config.js'
+import { trustFunction } from '../domain/clientIp.js'
 import { ServiceError } from '../domain/errors.js'
 import { countAccounts } from '../storage/accounts.js'
 import { StorageUnavailableError, isStorageUnavailable, sqlState } from '../storage/db.js'
@@ -131,7 +132,7 @@ export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | '
 
   const fastify = Fastify({
     bodyLimit: BODY_LIMIT,
-    trustProxy: config.trustProxy,
+    trustProxy: trustFunction(config.trustProxy),
     // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
     requestIdHeader: false,
     genReqId: () => randomUUID(),

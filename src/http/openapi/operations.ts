@@ -51,11 +51,11 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     operationId: 'login',
     summary: 'Exchange an e-mail and password for an access token.',
     description:
-      'Attempts are limited per client address (`LOGIN_RATE_LIMIT_PER_MINUTE`) and per e-mail (`LOGIN_ACCOUNT_FAILURES` failures in 15 minutes, counted by every server); a limited answer carries `Retry-After`. A deactivated account fails like a wrong password.',
+      'Attempts are limited per client address (`LOGIN_RATE_LIMIT_PER_MINUTE`) and per e-mail: `LOGIN_ACCOUNT_FAILURES` failures in 15 minutes from one address (an IPv6 /64), and ten times that from all addresses except those the account logged in from in the last 30 days, counted by every server; change-password failures count too. A limited answer carries `Retry-After`. A deactivated account fails like a wrong password.',
     returns: 'a bearer token (`Cache-Control: no-store`)',
     data: 'AccessToken',
     errors: ['LOGIN_UNAVAILABLE', 'BAD_CREDENTIALS', 'RATE_LIMITED', 'STORAGE_UNAVAILABLE'],
-    notes: { RATE_LIMITED: 'too many attempts from this address, or too many failures for this e-mail (`Retry-After` says when to try again)' },
+    notes: { RATE_LIMITED: 'too many attempts from this address, or too many failures for this e-mail from this address or in all (`Retry-After` says when to try again)' },
   },
 
   'GET /v2/profile': {
@@ -76,10 +76,12 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v2/profile/password': {
     operationId: 'change-password',
     summary: "Change the caller's own password.",
-    description: 'Every token issued before is refused afterwards; the answer carries a fresh one (unless tokens come from an external issuer).',
+    description:
+      'Every token issued before is refused afterwards; the answer carries a fresh one (unless tokens come from an external issuer). A wrong `current_password` counts as a failed login of the account, under the same limits; a change clears them.',
     returns: 'the revision of the change and a fresh token',
     data: 'PasswordChanged',
-    errors: ['CURRENT_PASSWORD_WRONG'],
+    errors: ['CURRENT_PASSWORD_WRONG', 'RATE_LIMITED'],
+    notes: { RATE_LIMITED: 'too many failed password checks for this account (`Retry-After` says when to try again)' },
   },
 
   'GET /v2/admin/accounts': {

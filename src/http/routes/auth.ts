@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { AccountLoginLimitedError, login, type LoginContext } from '../../commands/login.js'
+import { normaliseIp } from '../../domain/clientIp.js'
 import { ServiceError } from '../../domain/errors.js'
 import { success } from '../envelope.js'
 import { CommandBody, Email, Lang, responses } from '../schemas/common.js'
@@ -15,6 +17,17 @@ const TokenData = Type.Object({
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer(),
 })
+
+/** Runs a password check; when the account's login limit refuses it, the 429 says when to try again. */
+export async function withRetryAfter<T>(reply: FastifyReply, check: () => Promise<T>): Promise<T> {
+  try {
+    return await check()
+  } catch (error) {
+    // Headers set here survive into the error handler's answer.
+    if (error instanceof AccountLoginLimitedError) reply.header('retry-after', String(error.retryAfterSeconds))
+    throw error
+  }
+}
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMinute: number }> = async (app, options) => {
   app.post(
@@ -37,16 +50,11 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMin
       },
     },
     async (request, reply) => {
-      try {
-        const { token } = await login(options.login, request.body.data.email, request.body.data.password)
-        // A bearer token must not be kept by browsers or proxies (RFC 6749 section 5.1).
-        reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
-        return success(token)
-      } catch (error) {
-        // Headers set here survive into the error handler's answer.
-        if (error instanceof AccountLoginLimitedError) reply.header('retry-after', String(error.retryAfterSeconds))
-        throw error
-      }
+      const { email, password } = request.body.data
+      const { token } = await withRetryAfter(reply, () => login(options.login, email, password, normaliseIp(request.ip)))
+      // A bearer token must not be kept by browsers or proxies (RFC 6749 section 5.1).
+      reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+      return success(token)
     },
   )
 }

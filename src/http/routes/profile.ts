@@ -3,11 +3,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { getOwnPermissions } from '../../commands/permissionQueries.js'
 import type { CommandContext } from '../../commands/context.js'
 import { changePassword } from '../../commands/passwords.js'
+import type { LoginLimits } from '../../domain/loginLimits.js'
 import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Account, CommandBody, Domain, Lang, Password, ReadQuery, bearer, responses } from '../schemas/common.js'
 import { UserPermissionsData } from '../schemas/permissions.js'
+import { withRetryAfter } from './auth.js'
 
 const PasswordBody = CommandBody(
   'change-password',
@@ -23,7 +25,10 @@ const PasswordChanged = Type.Object({
   expires_in: Type.Optional(Type.Integer()),
 })
 
-export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { tokens: TokenIssuer | null } }> = async (app, { ctx }) => {
+export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { tokens: TokenIssuer | null }; loginLimits: LoginLimits }> = async (
+  app,
+  { ctx, loginLimits },
+) => {
   app.post(
     '/v2/profile/password',
     {
@@ -33,12 +38,12 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: PasswordBody,
-        response: responses(200, PasswordChanged, [413, 415]),
+        response: responses(200, PasswordChanged, [413, 415, 429]),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { current_password: current, new_password: next } = request.body.data
-      const { revision, account } = await changePassword(ctx, callerOf(request), current, next)
+      const { revision, account } = await withRetryAfter(reply, () => changePassword(ctx, loginLimits, callerOf(request), current, next))
       return success({ revision, ...(ctx.tokens !== null ? ctx.tokens.issue(account) : {}) })
     },
   )
