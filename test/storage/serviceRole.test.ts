@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { buildService } from '../../src/compose.js'
 import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
+import { login } from '../../src/commands/login.js'
+import { loginLimits } from '../../src/domain/loginLimits.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { openPostgres } from '../../src/storage/pg.js'
-import { backend, freshDatabase, postgresUrl, testConfig } from '../helper.js'
+import { ROOT_EMAIL, ROOT_PASSWORD, backend, freshDatabase, postgresUrl, testConfig } from '../helper.js'
 
 /** The README's GRANT statements, for a schema and a role. */
 export function serviceRoleGrants(schema: string, role: string): string[] {
@@ -16,6 +18,7 @@ export function serviceRoleGrants(schema: string, role: string): string[] {
     `GRANT SELECT, INSERT ON ${schema}.permission_audit TO ${role}`,
     `GRANT SELECT, INSERT, DELETE ON ${schema}.store_changes TO ${role}`,
     `GRANT SELECT, INSERT, DELETE ON ${schema}.login_failures TO ${role}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.login_successes TO ${role}`,
     `GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${role}`,
   ]
 }
@@ -50,6 +53,9 @@ t.test('the service runs as a role that may only insert and read audit rows', as
   t.ok(account, 'bootstrap and catalog sync worked with the limited role')
   const change = await grantRolePermission(service, { account: account!, ip: null }, 'clerk', { obj: 'orders', act: 'read' })
   t.equal(change.changed, true, 'grants write their audit rows')
+  const loginContext = { db: service.db, passwords: service.passwords, tokens: service.tokens, limits: loginLimits(10) }
+  await t.rejects(login(loginContext, ROOT_EMAIL, 'wrong-password', '192.0.2.1'), { code: 'BAD_CREDENTIALS' }, 'a failed login is counted')
+  t.ok((await login(loginContext, ROOT_EMAIL, ROOT_PASSWORD, '192.0.2.1')).token.access_token, 'a login records its network')
   await t.rejects(limited.query("UPDATE permission_audit SET ip = 'x'"), { code: '42501' }, 'UPDATE is not granted')
   await t.rejects(limited.query('DELETE FROM permission_audit'), { code: '42501' }, 'DELETE is not granted')
   await t.rejects(limited.query('TRUNCATE permission_audit'), { code: '42501' })
