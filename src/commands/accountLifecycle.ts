@@ -1,12 +1,13 @@
 import { ruleAdded, ruleRemoved } from '../domain/changes.js'
 import { ServiceError } from '../domain/errors.js'
-import { assertMayAssignSubRole } from '../domain/grantRules.js'
+import { assertMayChangeAccount } from '../domain/grantRules.js'
 import { ROOT_SUB_ROLE, homeDomain, type Account, type AccountStatus } from '../domain/principals.js'
 import { assertReachable } from '../domain/tenancy.js'
 import { insertRule, deleteRule } from '../storage/policyRows.js'
 import { otherActiveSystemRoots, setStatus, setSubRole } from '../storage/accounts.js'
 import { ensureSubRole } from '../storage/subRoles.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
+import { holdsUntil } from './permissionContext.js'
 
 export interface AccountChange {
   changed: boolean
@@ -14,19 +15,43 @@ export interface AccountChange {
   account: Account
 }
 
-/** The pairs of the catalog that `subRole` holds in `domain` and the caller does not: what it may not hand out. */
+/**
+ * The pairs of the catalog that `subRole` holds in `domain` and the caller
+ * does not hold there for good (not at all, or only until an override of its
+ * own expires): what it may not hand out with an account.
+ */
 export function beyondCaller(ctx: Pick<CommandContext, 'engine'>, caller: Caller, subRole: string, domain: string): string[] {
-  return ctx.engine
+  const { engine } = ctx
+  return engine
     .catalogEntries()
-    .filter((e) => ctx.engine.subRoleAllows(subRole, domain, e.obj, e.act) && !ctx.engine.decide(caller.account, domain, e.obj, e.act))
+    .filter(
+      (e) =>
+        engine.subRoleAllows(subRole, domain, e.obj, e.act) &&
+        (!engine.decide(caller.account, domain, e.obj, e.act) || holdsUntil(engine, caller.account, domain, e.obj, e.act) !== null),
+    )
+    .map((e) => `${e.obj}:${e.act}`)
+}
+
+/**
+ * The pairs `target` holds in its home domain and the caller does not hold
+ * there. The account is taken as active: a reactivation gives it its set back,
+ * and a deactivated account keeps its rows.
+ */
+export function heldByTargetOnly(ctx: Pick<CommandContext, 'engine'>, caller: Caller, target: Account): string[] {
+  const { engine } = ctx
+  const home = homeDomain(target)
+  const active = { ...target, status: 'active' as const }
+  return engine
+    .catalogEntries()
+    .filter((e) => engine.decide(active, home, e.obj, e.act) && !engine.decide(caller.account, home, e.obj, e.act))
     .map((e) => `${e.obj}:${e.act}`)
 }
 
 /**
  * change-sub-role: moves the account to another sub-role in its home domain,
  * its `g` row and its audit entry in one transaction. The caller must hold
- * everything the new sub-role holds there; root is neither given nor taken
- * away this way.
+ * everything the account holds there now and everything the new sub-role
+ * holds there; root is neither given nor taken away this way.
  */
 export async function changeSubRole(ctx: CommandContext, caller: Caller, userId: string, subRole: string): Promise<AccountChange> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
@@ -34,9 +59,10 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
     throw new ServiceError('ROOT_ROLE_NOT_CHANGEABLE')
   }
   const home = homeDomain(target)
-  assertMayAssignSubRole({
+  assertMayChangeAccount({
     callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
-    beyondCaller: beyondCaller(ctx, caller, subRole, home),
+    heldByTargetOnly: heldByTargetOnly(ctx, caller, target),
+    newSubRoleBeyondCaller: beyondCaller(ctx, caller, subRole, home),
     domain: home,
   })
   const outcome = await ctx.writes.run(async (tx) => {
@@ -70,14 +96,17 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
 
 /**
  * deactivate-admin and reactivate-admin. Only root callers switch a root
- * account, and the last active system-owner super_admin stays on (nobody
- * could administer the platform otherwise).
+ * account, other callers only accounts whose effective set they hold, and
+ * the last active system-owner super_admin stays on (nobody could
+ * administer the platform otherwise).
  */
 export async function setAccountStatus(ctx: CommandContext, caller: Caller, userId: string, status: AccountStatus): Promise<AccountChange> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
-  if (ctx.engine.isRootRole(target.sub_role_code) && !ctx.engine.isRootRole(caller.account.sub_role_code)) {
+  const callerIsRoot = ctx.engine.isRootRole(caller.account.sub_role_code)
+  if (ctx.engine.isRootRole(target.sub_role_code) && !callerIsRoot) {
     throw new ServiceError('PRIVILEGE_ESCALATION', { domain: homeDomain(target) })
   }
+  assertMayChangeAccount({ callerIsRoot, heldByTargetOnly: heldByTargetOnly(ctx, caller, target), newSubRoleBeyondCaller: [], domain: homeDomain(target) })
   const outcome = await ctx.writes.run(async (tx) => {
     if (status === 'deactivated' && target.principal_type === 'system_owner' && ctx.engine.isRootRole(target.sub_role_code)) {
       if ((await otherActiveSystemRoots(tx, target.id)) === 0) throw new ServiceError('LAST_SYSTEM_OWNER')

@@ -57,7 +57,8 @@ async function previewRoleCommand(ctx: CommandContext, subRole: string, input: P
 export async function grantRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput & DryRun): Promise<RoleChange> {
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
-  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), targetIsRoot: ctx.engine.isRootRole(subRole), targetRole: subRole })
+  // Role grants never expire: a caller holding the pair only until an override of its own expires may not give it to a role.
+  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), expiresAt: null, targetIsRoot: ctx.engine.isRootRole(subRole), targetRole: subRole })
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'grant')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'grant')
 }

@@ -1,6 +1,8 @@
 import { ServiceError } from '../domain/errors.js'
 import { GLOBAL_DOMAIN } from '../domain/principals.js'
 import type { GrantCheck } from '../domain/grantRules.js'
+import type { RuleChange } from '../engine/decisionIndex.js'
+import type { PermissionEngine, Subject } from '../engine/engine.js'
 import type { Queryable } from '../storage/db.js'
 import type { Caller, CommandContext } from './context.js'
 import { merchantExists } from '../storage/merchants.js'
@@ -25,17 +27,43 @@ export interface PermissionChange {
   domain: string
 }
 
+/**
+ * Until when `subject` holds the pair in `domain` (epoch ms), or null when no
+ * expiry ends it (or it does not hold the pair at all). Its own expiring
+ * allows of the pair there and in `global` are taken away soonest first, as
+ * the clock would: the instant of the one whose loss ends the holding is the
+ * answer. The model decides each step (decideAfter), so a role grant or a
+ * permanent override that keeps the pair makes the holding permanent.
+ */
+export function holdsUntil(engine: PermissionEngine, subject: Subject, domain: string, obj: string, act: string): number | null {
+  if (engine.isRootRole(subject.sub_role_code) || !engine.decide(subject, domain, obj, act)) return null
+  const domains = domain === GLOBAL_DOMAIN ? [GLOBAL_DOMAIN] : [domain, GLOBAL_DOMAIN]
+  const expiring = engine
+    .rulesOf(subject.id, domains)
+    .filter((rule) => rule.effect === 'allow' && rule.obj === obj && rule.act === act)
+    .map((rule) => ({ rule: [subject.id, rule.domain, obj, act, 'allow'], at: engine.overrideExpiresAt(subject.id, rule.domain, obj, act) }))
+    .filter((row): row is { rule: string[]; at: number } => row.at !== null)
+    .sort((a, b) => a.at - b.at)
+  const gone: RuleChange[] = []
+  for (const { rule, at } of expiring) {
+    gone.push({ op: 'remove', rule })
+    if (!engine.decideAfter(subject, domain, obj, act, gone)) return at
+  }
+  return null
+}
+
 /** What the grant rules need to know about the caller and the pair in the target domain. */
 export function callerStanding(
   ctx: Pick<CommandContext, 'engine'>,
   caller: Caller,
   domain: string,
   input: PairInput,
-): Omit<GrantCheck, 'targetIsRoot' | 'targetRole'> {
+): Omit<GrantCheck, 'targetIsRoot' | 'targetRole' | 'expiresAt'> {
   return {
     active: ctx.engine.isActive(input.obj, input.act),
     callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
     callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
+    callerHoldsUntil: holdsUntil(ctx.engine, caller.account, domain, input.obj, input.act),
     obj: input.obj,
     act: input.act,
     domain,

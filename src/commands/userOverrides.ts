@@ -56,8 +56,13 @@ export async function setUserPermission(
   effect: Effect,
 ): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
-  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), targetIsRoot: ctx.engine.isRootRole(target.sub_role_code), targetRole: target.sub_role_code })
   const expiresAt = expiryOf(ctx, input)
+  assertMayGrant({
+    ...callerStanding(ctx, caller, domain, input),
+    expiresAt: expiresAt?.getTime() ?? null,
+    targetIsRoot: ctx.engine.isRootRole(target.sub_role_code),
+    targetRole: target.sub_role_code,
+  })
   if (input.dry_run === true) {
     const { changed, revision, preview } = await previewUserOverride(ctx, target, input, domain, effect)
     // The same effect with another expiry is still a change, though no decision moves.

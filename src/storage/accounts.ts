@@ -1,4 +1,4 @@
-import type { Account } from '../domain/principals.js'
+import type { Account, AccountStatus } from '../domain/principals.js'
 import type { Queryable } from './db.js'
 
 export interface AccountWithHash extends Account {
@@ -127,10 +127,16 @@ export async function setSubRole(tx: Queryable, id: string, subRole: string): Pr
   return account === undefined ? null : { account, previous }
 }
 
-/** Sets the status; null when it already had it. */
-export async function setStatus(tx: Queryable, id: string, status: string): Promise<Account | null> {
+/**
+ * Sets the status; null when it already had it. A deactivation bumps the
+ * credentials version, so tokens issued before it stay refused once the
+ * account is reactivated.
+ */
+export async function setStatus(tx: Queryable, id: string, status: AccountStatus): Promise<Account | null> {
   const { rows } = await tx.query<Account>(
-    `UPDATE admin_accounts SET status = $2, updated_at = now() WHERE id = $1 AND status <> $2 RETURNING ${columns}`,
+    `UPDATE admin_accounts
+     SET status = $2, credentials_version = credentials_version + CASE WHEN $2 = 'deactivated' THEN 1 ELSE 0 END, updated_at = now()
+     WHERE id = $1 AND status <> $2 RETURNING ${columns}`,
     [id, status],
   )
   return rows[0] ?? null

@@ -104,7 +104,44 @@ t.test('change-sub-role: one transaction, at once in checks and guards, never an
   expectError(t, await move(clerk.id, 'viewer', ta.tokenFor(clerk)), 403, '300')
 })
 
-t.test('deactivate and reactivate: tokens, logins and checks refused at once', async (t) => {
+t.test('a non-root caller changes only accounts whose effective set it holds', async (t) => {
+  const { ta, owner1 } = await world(t)
+  // Two sub-admins of m1 who may manage accounts; the peer also approves payouts, the caller does not.
+  for (const role of ['desk', 'payer']) {
+    for (const [obj, act] of [
+      ['admin', 'manage'],
+      ['admin', 'read'],
+    ] as const) {
+      t.equal((await grant(ta, role, obj, act, 'm1')).statusCode, 200)
+    }
+  }
+  t.equal((await grant(ta, 'payer', 'payouts', 'approve', 'm1')).statusCode, 200)
+  const caller = await register(ta, { email: 'desk@m1.example', sub_role_code: 'desk', merchant_id: 'm1' })
+  const peer = await register(ta, { email: 'payer@m1.example', sub_role_code: 'payer', merchant_id: 'm1' })
+  const token = ta.tokenFor(caller)
+  const move = (code: string, as = token) =>
+    ta.call({ method: 'POST', url: `/v2/admin/accounts/${peer.id}/sub-role`, token: as, body: { command: 'change-sub-role', data: { sub_role_code: code } } })
+  const status = (what: 'deactivate' | 'reactivate', as = token) =>
+    ta.call({ method: 'POST', url: `/v2/admin/accounts/${peer.id}/${what}`, token: as, body: { command: `${what}-admin`, data: {} } })
+  const account = async () => ((await ta.call({ method: 'GET', url: `/v2/admin/accounts/${peer.id}` })).json() as { data: Account }).data
+
+  expectError(t, await move('empty'), 403, '302')
+  expectError(t, await status('deactivate'), 403, '302')
+  t.match(await account(), { sub_role_code: 'payer', status: 'active' }, 'the peer keeps its sub-role and stays on')
+  t.equal((await status('deactivate', ta.tokenFor(owner1))).statusCode, 200, 'the merchant super_admin may')
+  expectError(t, await status('reactivate'), 403, '302')
+  expectError(t, await move('empty'), 403, '302')
+  t.match(await account(), { sub_role_code: 'payer', status: 'deactivated' }, 'a deactivated peer is judged by the set it would get back')
+
+  t.equal((await grant(ta, 'desk', 'payouts', 'approve', 'm1')).statusCode, 200)
+  t.equal((await status('reactivate')).statusCode, 200, 'once the caller holds payouts:approve itself')
+  t.equal((await status('deactivate')).statusCode, 200)
+  t.equal((await status('reactivate')).statusCode, 200)
+  t.equal((await move('empty')).statusCode, 200)
+  t.match(await account(), { sub_role_code: 'empty', status: 'active' })
+})
+
+t.test('deactivate and reactivate: tokens, logins and checks refused at once, older tokens for good', async (t) => {
   const { ta, owner1, clerk } = await world(t)
   const token = ta.tokenFor(clerk)
   const profile = () => ta.call({ method: 'GET', url: '/v2/profile', token })
@@ -125,8 +162,11 @@ t.test('deactivate and reactivate: tokens, logins and checks refused at once', a
   t.equal(((await status(clerk.id, 'deactivate')).json() as { data: { changed: boolean } }).data.changed, false, 'idempotent')
 
   t.equal((await status(clerk.id, 'reactivate')).statusCode, 200)
-  t.equal((await profile()).statusCode, 200, 'the same token works again')
-  t.equal((await login(ta, 'clerk.one@m1.example', 'admin-pass-123')).statusCode, 200)
+  expectError(t, await profile(), 401, '201')
+  const relogged = await login(ta, 'clerk.one@m1.example', 'admin-pass-123')
+  t.equal(relogged.statusCode, 200, 'the account logs in again')
+  const fresh = (relogged.json() as { data: { access_token: string } }).data.access_token
+  t.equal((await ta.call({ method: 'GET', url: '/v2/profile', token: fresh })).statusCode, 200, 'and a token issued after the reactivation works')
   const actions = await ta.service.db.query("SELECT action FROM permission_audit WHERE target_id = $1 AND action IN ('deactivated', 'reactivated') ORDER BY id", [clerk.id])
   t.same(actions.rows.map((r) => r.action), ['deactivated', 'reactivated'])
 
@@ -185,7 +225,7 @@ t.test('change-password and password reset refuse every older token', async (t) 
   t.equal(ROOT_EMAIL.length > 0, true)
 })
 
-t.test('on another replica a deactivation refuses the token within a second', { skip: backend === 'postgres' ? false : 'needs PostgreSQL' }, async (t) => {
+t.test('on another replica a deactivation refuses the token within a second, and for good', { skip: backend === 'postgres' ? false : 'needs PostgreSQL' }, async (t) => {
   const db = await freshDatabase(t)
   const { ta, clerk } = await world(t, db)
   const b = await buildTestApp(t, { db: secondConnection(t, db) })
@@ -200,4 +240,16 @@ t.test('on another replica a deactivation refuses the token within a second', { 
     if (status === 200) await new Promise((resolve) => setTimeout(resolve, 10))
   }
   t.equal(status, 401, `B refuses it (${Date.now() - started} ms)`)
+
+  // Reactivated on A: B admits tokens issued since, and still refuses the one issued before.
+  t.equal((await ta.call({ method: 'POST', url: `/v2/admin/accounts/${clerk.id}/reactivate`, body: { command: 'reactivate-admin', data: {} } })).statusCode, 200)
+  const fresh = ((await login(ta, 'clerk.one@m1.example', 'admin-pass-123')).json() as { data: { access_token: string } }).data.access_token
+  const since = Date.now()
+  let admitted = false
+  while (!admitted && Date.now() - since < 1000) {
+    admitted = (await b.call({ method: 'GET', url: '/v2/profile', token: fresh })).statusCode === 200
+    if (!admitted) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  t.ok(admitted, 'B follows the reactivation')
+  expectError(t, await b.call({ method: 'GET', url: '/v2/profile', token }), 401, '201')
 })

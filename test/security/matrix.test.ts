@@ -135,6 +135,13 @@ function ownMerchantOnly(field: 'merchant_id' | 'domain') {
   }
 }
 
+/**
+ * The pair each target's sub-role holds since a move succeeded: the route's
+ * cells share its targets, in order, and a non-root caller moves only an
+ * account whose pairs it holds. Decided once per cell, before the next.
+ */
+const movedTo = new Map<UserKind, Pair>()
+
 /** The handler's rules, for calls that got past authentication and the guard. */
 const RULES: Record<string, Rule> = {
   'GET /healthz': { dimensions: [], decide: () => ok(200, 'public') },
@@ -173,8 +180,14 @@ const RULES: Record<string, Rule> = {
       const target = USERS[user ?? 'absent']
       if (!reachable(caller, target)) return refused(404, '401', 'user out of reach')
       if (subrole === 'root') return refused(400, '108', 'super_admin is not given by a sub-role change')
+      const kind = user as UserKind
+      const held = movedTo.get(kind)
+      if (!caller.root && held !== undefined && !holds(caller, home(target), held)) {
+        return refused(403, '302', `the account holds ${pairName(held)} in ${home(target)}, the caller does not`)
+      }
       const rolePair = subrole === 'within' ? HELD : NOT_HELD
       if (!caller.root && !holds(caller, home(target), rolePair)) return refused(403, '302', `the sub-role holds ${pairName(rolePair)} in ${home(target)}, the caller does not`)
+      movedTo.set(kind, rolePair)
       return ok(200, 'moved')
     },
   },

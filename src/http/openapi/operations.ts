@@ -102,11 +102,11 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v2/admin/accounts/:userId/sub-role': {
     operationId: 'change-sub-role',
     summary: 'Move an account to another sub-role in its home domain.',
-    description: 'The caller must hold everything the new sub-role holds there; `super_admin` is neither given nor taken away this way.',
+    description: 'A non-root caller must hold everything the account holds there and everything the new sub-role holds there (not only until an override of its own expires); `super_admin` is neither given nor taken away this way.',
     returns: 'whether anything changed, the revision and the account',
     data: 'AccountChange',
     errors: ['USER_NOT_FOUND', 'ROOT_ROLE_NOT_CHANGEABLE', 'PRIVILEGE_ESCALATION'],
-    notes: { PRIVILEGE_ESCALATION: 'the new sub-role holds a permission the caller lacks in the account\'s home domain' },
+    notes: { PRIVILEGE_ESCALATION: 'the account or the new sub-role holds a permission the caller lacks in the account\'s home domain' },
   },
   'POST /v2/admin/accounts/:userId/deactivate': {
     operationId: 'deactivate-admin',
@@ -114,7 +114,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     returns: 'whether anything changed, the revision and the account',
     data: 'AccountChange',
     errors: ['USER_NOT_FOUND', 'PRIVILEGE_ESCALATION', 'LAST_SYSTEM_OWNER'],
-    notes: { PRIVILEGE_ESCALATION: 'only root callers switch a root account' },
+    notes: { PRIVILEGE_ESCALATION: 'the account is root, or holds a permission the caller lacks in its home domain (root callers switch any account)' },
   },
   'POST /v2/admin/accounts/:userId/reactivate': {
     operationId: 'reactivate-admin',
@@ -122,7 +122,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     returns: 'whether anything changed, the revision and the account',
     data: 'AccountChange',
     errors: ['USER_NOT_FOUND', 'PRIVILEGE_ESCALATION'],
-    notes: { PRIVILEGE_ESCALATION: 'only root callers switch a root account' },
+    notes: { PRIVILEGE_ESCALATION: 'the account is root, or holds a permission the caller lacks in its home domain (root callers switch any account)' },
   },
   'POST /v2/admin/register': {
     operationId: 'register-admin',

@@ -20,7 +20,7 @@ export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   BAD_CREDENTIALS: 'wrong e-mail or password (the same answer for both)',
   PERMISSION_DENIED: "the caller lacks the route's permission",
   PRINCIPAL_TYPE_DENIED: "the caller's principal type may not do this",
-  PRIVILEGE_ESCALATION: 'granting or denying what the caller does not hold itself in that domain',
+  PRIVILEGE_ESCALATION: 'granting or denying what the caller does not hold itself in that domain, or past the instant its own holding expires',
   ROUTE_NOT_FOUND: 'no such endpoint',
   USER_NOT_FOUND: "user not found, or outside the caller's merchant",
   MERCHANT_NOT_FOUND: 'the domain names no merchant',

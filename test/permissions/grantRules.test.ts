@@ -1,0 +1,83 @@
+/**
+ * The grant rules as plain functions, case by case: who may grant, deny or
+ * revoke a pair and for how long, and whose account a caller may change.
+ */
+import t from 'tap'
+import { ServiceError } from '../../src/domain/errors.js'
+import { assertMayChangeAccount, assertMayGrant, assertMayRevoke, outlasts, type GrantCheck } from '../../src/domain/grantRules.js'
+
+const T = Date.parse('2030-01-01T12:00:00Z')
+
+/** The service code a rule answers with, or 'ok'. */
+function outcome(rule: () => void): string {
+  try {
+    rule()
+    return 'ok'
+  } catch (error) {
+    if (error instanceof ServiceError) return error.code
+    throw error
+  }
+}
+
+const base: GrantCheck = {
+  active: true,
+  callerIsRoot: false,
+  callerHolds: true,
+  callerHoldsUntil: null,
+  expiresAt: null,
+  targetIsRoot: false,
+  targetRole: 'clerk',
+  obj: 'orders',
+  act: 'refund',
+  domain: 'm1',
+}
+
+t.test('outlasts: a row outlasts a holding that ends before the row does', async (t) => {
+  const cases: Array<[string, number | null, number | null, boolean]> = [
+    ['permanent row, permanent holding', null, null, false],
+    ['expiring row, permanent holding', T, null, false],
+    ['permanent row, holding until T', null, T, true],
+    ['row until T, holding until T', T, T, false],
+    ['row until just before T', T - 1, T, false],
+    ['row until just after T', T + 1, T, true],
+  ]
+  for (const [name, expiresAt, holdsUntil, expected] of cases) t.equal(outlasts(expiresAt, holdsUntil), expected, name)
+})
+
+t.test('assertMayGrant: what a caller holds until T it passes on until T at most', async (t) => {
+  const cases: Array<[string, Partial<GrantCheck>, string]> = [
+    ['holds it for good, grants for good', {}, 'ok'],
+    ['holds it for good, grants until T', { expiresAt: T }, 'ok'],
+    ['does not hold it', { callerHolds: false }, 'PRIVILEGE_ESCALATION'],
+    ['holds it until T, grants for good (or to a role)', { callerHoldsUntil: T }, 'PRIVILEGE_ESCALATION'],
+    ['holds it until T, grants until a millisecond after', { callerHoldsUntil: T, expiresAt: T + 1 }, 'PRIVILEGE_ESCALATION'],
+    ['holds it until T, grants until T', { callerHoldsUntil: T, expiresAt: T }, 'ok'],
+    ['holds it until T, grants until before T', { callerHoldsUntil: T, expiresAt: T - 60_000 }, 'ok'],
+    ['root is held to no term', { callerIsRoot: true, callerHolds: true, callerHoldsUntil: T }, 'ok'],
+    ['root need not hold the pair', { callerIsRoot: true, callerHolds: false }, 'ok'],
+    ['a pair outside the catalog comes first', { active: false, callerHolds: false }, 'PERMISSION_NOT_IN_CATALOG'],
+    ['a root target, even for root', { callerIsRoot: true, targetIsRoot: true }, 'ROOT_ROLE_NOT_GRANTABLE'],
+  ]
+  for (const [name, change, expected] of cases) t.equal(outcome(() => assertMayGrant({ ...base, ...change })), expected, name)
+})
+
+t.test('assertMayRevoke: holding the pair now is enough, whatever its term', async (t) => {
+  const cases: Array<[string, Partial<GrantCheck>, string]> = [
+    ['holds it', {}, 'ok'],
+    ['holds it until T', { callerHoldsUntil: T }, 'ok'],
+    ['does not hold it', { callerHolds: false }, 'PRIVILEGE_ESCALATION'],
+    ['root', { callerIsRoot: true, callerHolds: false }, 'ok'],
+    ['not in the catalog', { active: false }, 'PERMISSION_NOT_IN_CATALOG'],
+  ]
+  for (const [name, change, expected] of cases) t.equal(outcome(() => assertMayRevoke({ ...base, ...change })), expected, name)
+})
+
+t.test('assertMayChangeAccount: a non-root caller changes only accounts it holds everything of', async (t) => {
+  const cases: Array<[string, { callerIsRoot: boolean; heldByTargetOnly: string[]; newSubRoleBeyondCaller: string[] }, string]> = [
+    ['a peer holding no more than the caller, to a sub-role it covers', { callerIsRoot: false, heldByTargetOnly: [], newSubRoleBeyondCaller: [] }, 'ok'],
+    ['a peer holding a pair the caller lacks', { callerIsRoot: false, heldByTargetOnly: ['payouts:approve'], newSubRoleBeyondCaller: [] }, 'PRIVILEGE_ESCALATION'],
+    ['a new sub-role holding a pair the caller lacks', { callerIsRoot: false, heldByTargetOnly: [], newSubRoleBeyondCaller: ['payouts:approve'] }, 'PRIVILEGE_ESCALATION'],
+    ['root changes anyone', { callerIsRoot: true, heldByTargetOnly: ['payouts:approve'], newSubRoleBeyondCaller: ['reports:read'] }, 'ok'],
+  ]
+  for (const [name, check, expected] of cases) t.equal(outcome(() => assertMayChangeAccount({ ...check, domain: 'm1' })), expected, name)
+})
