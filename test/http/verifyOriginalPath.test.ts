@@ -35,6 +35,15 @@ interface Answer {
 
 const fromRaw = (res: RawAnswer): Answer => ({ statusCode: res.status, headers: res.headers, body: res.body })
 
+/** The envelope's `response_code`; none for an empty answer (an allow). */
+function responseCode(res: Answer): string | undefined {
+  try {
+    return (JSON.parse(res.body) as { response_code?: string }).response_code
+  } catch {
+    return undefined
+  }
+}
+
 t.test('ambiguous original paths are refused, never allowed', async (t) => {
   const ta = await buildTestApp(t, { env: { ROUTE_MAP_PATH: routeMapFile(t) } })
   const owner = await onboard(ta, 'm1')
@@ -57,7 +66,7 @@ t.test('ambiguous original paths are refused, never allowed', async (t) => {
   const viaPrefix = async (path: string): Promise<Answer> => fromRaw(await sendRaw(port, 'GET', `/v2/authz/verify${path}`, { authorization }))
   const refused = (res: Answer, what: string, code = '303', status = 403) => {
     t.equal(res.statusCode, status, `${what}: ${status}`)
-    t.equal((JSON.parse(res.body) as { response_code?: string }).response_code, code, `${what}: ${code}`)
+    t.equal(responseCode(res), code, `${what}: ${code}`)
     t.same(errorShapeProblems(res), [], `${what}: an envelope`)
     t.equal(res.headers['x-authz-user-id'], undefined, `${what}: no identity for the upstream`)
   }
@@ -99,7 +108,7 @@ t.test('the refusal is logged with its reason and the request id', async (t) => 
   const { access_token: token } = ((await login.json()) as { data: { access_token: string } }).data
   const res = await sendRaw(server.port, 'GET', '/v2/authz/verify', { authorization: `Bearer ${token}`, 'x-original-method': 'GET', 'x-original-uri': '/products/..;/customers/1' })
   t.equal(res.status, 403, 'refused even for the system owner, who may read customers')
-  t.equal((JSON.parse(res.body) as { response_code: string }).response_code, '303')
+  t.equal(responseCode(fromRaw(res)), '303')
   const requestId = res.headers['x-request-id']
   t.type(requestId, 'string')
   const line = await server.waitForLog((l) => l.reqId === requestId && l.reason === 'semicolon', 10_000)
