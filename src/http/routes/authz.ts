@@ -54,7 +54,8 @@ type ForwardAuthAsk = RoutePermission | { ambiguous: PathAmbiguity } | null
 /**
  * The pair a proxy's sub-request asks about: from the query, else from the
  * X-Authz-* headers, else from the route map applied to the original
- * request. Null (deny) when none says, or what it says is malformed.
+ * request. Null (deny) when none says, or what it says is malformed; the
+ * original path's ambiguity when the map cannot safely be asked.
  */
 function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequest['headers'], routeMap: RouteMap | null): ForwardAuthAsk {
   if (query.obj !== undefined && query.act !== undefined) return { obj: query.obj, act: query.act, domain: query.domain }
