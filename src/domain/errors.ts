@@ -22,6 +22,7 @@ export const errorTable = {
   PERMISSION_DENIED: { status: 403, responseCode: '300' },
   PRINCIPAL_TYPE_DENIED: { status: 403, responseCode: '301' },
   PRIVILEGE_ESCALATION: { status: 403, responseCode: '302' },
+  ORIGINAL_PATH_AMBIGUOUS: { status: 403, responseCode: '303' },
   ROUTE_NOT_FOUND: { status: 404, responseCode: '400' },
   USER_NOT_FOUND: { status: 404, responseCode: '401' },
   MERCHANT_NOT_FOUND: { status: 404, responseCode: '402' },

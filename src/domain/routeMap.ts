@@ -6,6 +6,8 @@
  * as the last segment, whatever follows. The first entry that matches wins;
  * a request matching none is denied. `domain` is a literal or `:name` of a
  * path parameter (e.g. the merchant in `/merchants/:merchant/orders`).
+ * Requests are matched on their normalised path (originalPath.ts), never on
+ * the raw URI.
  */
 export interface RouteMapEntry {
   method: string
@@ -61,11 +63,6 @@ function compile(entry: RouteMapEntry, position: number): CompiledRoute {
   return { method: entry.method === '*' ? null : entry.method.toUpperCase(), segments, obj: entry.obj, act: entry.act, domain }
 }
 
-/** Dot segments and empty segments are refused outright: `/a/../admin` must never match `/a/*`. */
-function unsafe(segment: string): boolean {
-  return segment === '' || segment === '.' || segment === '..'
-}
-
 export class RouteMap {
   private readonly routes: CompiledRoute[]
 
@@ -78,27 +75,11 @@ export class RouteMap {
   }
 
   /**
-   * The permission the original request needs, or null (deny). The URI's
-   * query string is ignored; segments are compared after percent-decoding, and
-   * a URI that cannot be decoded, or holds dot or empty segments, or an
-   * encoded slash, matches nothing.
+   * The permission the original request needs, or null (deny). `segments`
+   * is the path as `normaliseOriginalPath` reads it: decoded, and refused
+   * beforehand when two upstreams could read it differently.
    */
-  match(method: string, uri: string): RoutePermission | null {
-    const path = uri.split('?', 1)[0] ?? ''
-    if (!path.startsWith('/')) return null
-    let segments: string[]
-    try {
-      segments = segmentsOf(path).map((s) => {
-        const decoded = decodeURIComponent(s)
-        if (decoded.includes('/') || decoded.includes('\u0000')) throw new RouteMapError('encoded slash')
-        return decoded
-      })
-    } catch {
-      return null
-    }
-    // A trailing slash is the same resource; anything else odd is refused.
-    if (segments.length > 1 && segments[segments.length - 1] === '') segments.pop()
-    if (segments.some(unsafe) && !(segments.length === 1 && segments[0] === '')) return null
+  match(method: string, segments: readonly string[]): RoutePermission | null {
     const upper = method.toUpperCase()
     for (const route of this.routes) {
       if (route.method !== null && route.method !== upper) continue

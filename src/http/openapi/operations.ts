@@ -251,7 +251,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description:
       'The pair comes from the query, else the `X-Authz-Obj`/`X-Authz-Act`/`X-Authz-Domain` headers, else the route map applied to `X-Original-Method` + `X-Original-URI` (or `X-Forwarded-Method` + `X-Forwarded-Uri`).',
     returns: 'allowed; `X-Authz-User-Id` (and `X-Authz-Merchant-Id` for merchant users) name the user for the upstream',
-    errors: ['PERMISSION_DENIED'],
+    errors: ['PERMISSION_DENIED', 'ORIGINAL_PATH_AMBIGUOUS'],
     notes: { PERMISSION_DENIED: 'the user may not do the pair, or no pair could be worked out from the request' },
   },
   'GET /v2/authz/check': {

@@ -21,6 +21,7 @@ export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   PERMISSION_DENIED: "the caller lacks the route's permission",
   PRINCIPAL_TYPE_DENIED: "the caller's principal type may not do this",
   PRIVILEGE_ESCALATION: 'granting or denying what the caller does not hold itself in that domain, or past the instant its own holding expires',
+  ORIGINAL_PATH_AMBIGUOUS: 'forward auth: the original path could be read differently by an upstream (a `;`, a backslash, an encoded `/`, `\\` or `.`, a dot or empty segment, a control character, a broken or double escape), so it is refused before the route map',
   ROUTE_NOT_FOUND: 'no such endpoint',
   USER_NOT_FOUND: "user not found, or outside the caller's merchant",
   MERCHANT_NOT_FOUND: 'the domain names no merchant',

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Account } from '../../domain/principals.js'
 import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../../domain/identifiers.js'
 import { ServiceError } from '../../domain/errors.js'
+import { normaliseOriginalPath, type PathAmbiguity } from '../../domain/originalPath.js'
 import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
 import type { ServiceMetrics } from '../metrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
@@ -47,12 +48,16 @@ function header(headers: FastifyRequest['headers'], name: string): string | unde
   return typeof value === 'string' ? value : undefined
 }
 
+/** What forward auth decides on: a pair, an original path refused as ambiguous, or nothing (deny). */
+type ForwardAuthAsk = RoutePermission | { ambiguous: PathAmbiguity } | null
+
 /**
  * The pair a proxy's sub-request asks about: from the query, else from the
  * X-Authz-* headers, else from the route map applied to the original
- * request. Null (deny) when none says, or what it says is malformed.
+ * request. Null (deny) when none says, or what it says is malformed; the
+ * original path's ambiguity when the map cannot safely be asked.
  */
-function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequest['headers'], routeMap: RouteMap | null): RoutePermission | null {
+function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequest['headers'], routeMap: RouteMap | null): ForwardAuthAsk {
   if (query.obj !== undefined && query.act !== undefined) return { obj: query.obj, act: query.act, domain: query.domain }
   const obj = header(headers, 'x-authz-obj')
   const act = header(headers, 'x-authz-act')
@@ -67,16 +72,32 @@ function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequ
   return mappedPair(routeMap, method, uri)
 }
 
-/** The route map's pair for an original request, or null (deny) when none matches or its domain is malformed. */
-function mappedPair(routeMap: RouteMap | null, method: string, uri: string): RoutePermission | null {
-  const matched = routeMap?.match(method, uri) ?? null
+/**
+ * The route map's pair for an original request, or null (deny) when none
+ * matches or its domain is malformed. The URI is normalised first, and a path
+ * an upstream could read differently is refused rather than matched.
+ */
+function mappedPair(routeMap: RouteMap | null, method: string, uri: string): ForwardAuthAsk {
+  const path = normaliseOriginalPath(uri)
+  if ('ambiguous' in path) return path
+  const matched = routeMap?.match(method, path.segments) ?? null
   if (matched === null || (matched.domain !== undefined && !DOMAIN.test(matched.domain))) return null
   return matched
 }
 
-/** Forward auth's answer: `allowed` with the identity headers for the upstream, else 403 `300`. */
-function answerForwardAuth(reply: FastifyReply, account: Account, pair: RoutePermission | null, allowed: boolean, status: 200 | 204): void {
-  if (!allowed) throw new ServiceError('PERMISSION_DENIED', { permission: pair === null ? 'unknown' : `${pair.obj}:${pair.act}` })
+/** Whether forward auth allows: only a pair the account may do. */
+function forwardAuthAllows(ctx: CheckContext, account: Account, ask: ForwardAuthAsk): boolean {
+  return ask !== null && !('ambiguous' in ask) && checkPermission(ctx, account, ask)
+}
+
+/** Forward auth's answer: `allowed` with the identity headers for the upstream, else 403 `300` (`303` for an ambiguous path). */
+function answerForwardAuth(request: FastifyRequest, reply: FastifyReply, account: Account, ask: ForwardAuthAsk, allowed: boolean, status: 200 | 204): void {
+  if (ask !== null && 'ambiguous' in ask) {
+    // Seldom a real client: a probe, or a proxy passing on what it should have refused.
+    request.log.warn({ reason: ask.ambiguous }, `forward auth refused an ambiguous original path (${ask.ambiguous})`)
+    throw new ServiceError('ORIGINAL_PATH_AMBIGUOUS', { reason: ask.ambiguous })
+  }
+  if (!allowed) throw new ServiceError('PERMISSION_DENIED', { permission: ask === null ? 'unknown' : `${ask.obj}:${ask.act}` })
   reply.code(status).header('x-authz-user-id', account.id)
   if (account.merchant_id !== null) reply.header('x-authz-merchant-id', account.merchant_id)
   reply.send()
@@ -106,10 +127,10 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     },
     (request, reply) => {
       const account = callerOf(request).account
-      const pair = forwardAuthPair(request.query, request.headers, routeMap)
-      const allowed = pair !== null && checkPermission(ctx, account, pair)
+      const ask = forwardAuthPair(request.query, request.headers, routeMap)
+      const allowed = forwardAuthAllows(ctx, account, ask)
       metrics.decision('verify', allowed)
-      answerForwardAuth(reply, account, pair, allowed, 204)
+      answerForwardAuth(request, reply, account, ask, allowed, 204)
     },
   )
 
@@ -157,10 +178,10 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     },
     handler: (request, reply) => {
       const account = callerOf(request).account
-      const pair = mappedPair(routeMap, request.method, request.url.slice(VERIFY_PREFIX.length))
-      const allowed = pair !== null && checkPermission(ctx, account, pair)
+      const ask = mappedPair(routeMap, request.method, request.url.slice(VERIFY_PREFIX.length))
+      const allowed = forwardAuthAllows(ctx, account, ask)
       metrics.decision('verify', allowed)
-      answerForwardAuth(reply, account, pair, allowed, 200)
+      answerForwardAuth(request, reply, account, ask, allowed, 200)
     },
   })
 

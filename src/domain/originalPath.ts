@@ -1,0 +1,109 @@
+/**
+ * The path of a proxied request as forward auth decides on it. The service
+ * and the upstream behind the proxy must read the same path: if the upstream
+ * strips `;…` from a segment (servlet containers), reads `\` as `/` (WHATWG
+ * URL parsers), decodes twice, or resolves `..` that the route map took
+ * literally, then `/api/products/..;/customers/1` is allowed as a product and
+ * served as a customer. So the URI is normalised once, the way the strictest
+ * upstream would read it, and anything two upstreams could read differently
+ * is refused instead of matched.
+ */
+
+/** Why an original path is refused: each names a form some upstream reads differently from the route map. */
+export type PathAmbiguity =
+  | 'not-absolute'
+  | 'control-character'
+  | 'space'
+  | 'non-ascii'
+  | 'backslash'
+  | 'semicolon'
+  | 'invalid-escape'
+  | 'encoded-slash'
+  | 'encoded-backslash'
+  | 'encoded-dot'
+  | 'encoded-semicolon'
+  | 'double-encoding'
+  | 'compatibility-form'
+  | 'dot-segment'
+  | 'empty-segment'
+  | 'fragment-path'
+
+/** The decoded segments of an unambiguous path (`/` is `['']`; a trailing slash is dropped), or why it is refused. */
+export type OriginalPath = { segments: string[] } | { ambiguous: PathAmbiguity }
+
+const HEX = /^[0-9A-Fa-f]{2}$/
+/** An escape left after decoding once: an upstream that decodes again reads another character. */
+const ESCAPE = /%[0-9A-Fa-f]{2}/
+/** What a segment must not turn into under Unicode compatibility folding (NFKC), which some upstreams apply. */
+const FOLDS_TO_DELIMITER = /[./\\;%?#]/
+const NON_ASCII = /[\u0080-\uffff]/
+/** A segment of dots alone: `.` and `..` everywhere, and `...` where trailing dots are trimmed (Windows). */
+const DOTS_ONLY = /^\.+$/
+
+const ENCODED_DELIMITERS: Readonly<Record<string, PathAmbiguity>> = { '2F': 'encoded-slash', '5C': 'encoded-backslash', '2E': 'encoded-dot', '3B': 'encoded-semicolon' }
+
+/**
+ * The original URI's path (before `?` and `#`) as decoded segments, or the
+ * first reason it is ambiguous: a `;`, a backslash, an encoded `/`, `\`, `.`
+ * or `;`, a dot or empty segment, a control character, space or raw
+ * non-ASCII byte, a broken or double percent-encoding, a segment that Unicode
+ * folding turns into a delimiter, or a fragment that a reader unaware of
+ * fragments would take for more path.
+ */
+export function normaliseOriginalPath(uri: string): OriginalPath {
+  const queryAt = uri.indexOf('?')
+  // As a reader unaware of fragments sees it: `#…` is part of the last segment.
+  const literal = queryAt === -1 ? uri : uri.slice(0, queryAt)
+  if (!literal.startsWith('/')) return { ambiguous: 'not-absolute' }
+  const fragmentAt = literal.indexOf('#')
+  if (fragmentAt !== -1 && literal.includes('/', fragmentAt)) return { ambiguous: 'fragment-path' }
+  const raw = literal.split('/')
+  const segments: string[] = []
+  for (let i = 1; i < raw.length; i++) {
+    const segment = readSegment(raw[i] as string)
+    if (typeof segment !== 'string') return segment
+    if (segment !== '') segments.push(segment)
+    // `//` is one segment to upstreams that merge slashes and two to the others; a trailing slash is the same resource.
+    else if (i < raw.length - 1) return { ambiguous: 'empty-segment' }
+  }
+  return { segments: segments.length === 0 ? [''] : segments }
+}
+
+/** One raw segment decoded, without a fragment, or the first ambiguity in it. */
+function readSegment(text: string): string | { ambiguous: PathAmbiguity } {
+  let escaped = false
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x20 || code === 0x7f) return { ambiguous: 'control-character' }
+    if (code === 0x20) return { ambiguous: 'space' }
+    if (code > 0x7f) return { ambiguous: 'non-ascii' }
+    if (code === 0x5c) return { ambiguous: 'backslash' }
+    if (code === 0x3b) return { ambiguous: 'semicolon' }
+    if (code === 0x25) {
+      const hex = text.slice(i + 1, i + 3)
+      if (!HEX.test(hex)) return { ambiguous: 'invalid-escape' }
+      const delimiter = ENCODED_DELIMITERS[hex.toUpperCase()]
+      if (delimiter !== undefined) return { ambiguous: delimiter }
+      escaped = true
+    }
+  }
+  // Judged with its fragment too (above), matched without it.
+  const hashAt = text.indexOf('#')
+  const path = hashAt === -1 ? text : text.slice(0, hashAt)
+  if (DOTS_ONLY.test(path)) return { ambiguous: 'dot-segment' }
+  if (!escaped) return path
+  let decoded: string
+  try {
+    decoded = decodeURIComponent(text)
+  } catch {
+    // Not UTF-8 (or an overlong form): upstreams differ on what such bytes mean.
+    return { ambiguous: 'invalid-escape' }
+  }
+  for (let i = 0; i < decoded.length; i++) {
+    const code = decoded.charCodeAt(i)
+    if (code < 0x20 || code === 0x7f) return { ambiguous: 'control-character' }
+  }
+  if (ESCAPE.test(decoded)) return { ambiguous: 'double-encoding' }
+  if (NON_ASCII.test(decoded) && FOLDS_TO_DELIMITER.test(decoded.normalize('NFKC'))) return { ambiguous: 'compatibility-form' }
+  return hashAt === -1 ? decoded : decodeURIComponent(path)
+}

@@ -1,0 +1,74 @@
+/**
+ * Original paths that the route map would read as a product (`/products/*`)
+ * while some upstream reads them as a customer or as something else, each
+ * with the reason forward auth gives for refusing it. Paths are relative to
+ * the application's root: the gateway test puts `/api` in front.
+ */
+import type { PathAmbiguity } from '../../src/domain/originalPath.js'
+
+export interface AmbiguousPath {
+  path: string
+  reason: PathAmbiguity
+  /** Sendable as an HTTP request target (no raw control character, space or non-ASCII byte). */
+  requestLine: boolean
+  /** Sendable as a header value (no raw NUL, CR or LF). */
+  header: boolean
+}
+
+const line = (path: string, reason: PathAmbiguity): AmbiguousPath => ({ path, reason, requestLine: true, header: true })
+const headerOnly = (path: string, reason: PathAmbiguity): AmbiguousPath => ({ path, reason, requestLine: false, header: true })
+const neither = (path: string, reason: PathAmbiguity): AmbiguousPath => ({ path, reason, requestLine: false, header: false })
+
+export const AMBIGUOUS_PATHS: readonly AmbiguousPath[] = [
+  // Servlet containers drop `;…` from a segment, then resolve what is left.
+  line('/products/..;/customers/1', 'semicolon'),
+  line('/products/..;jsessionid=x/customers/1', 'semicolon'),
+  line('/products/x;a=b/../../customers/1', 'semicolon'),
+  line('/products/..%3B/customers/1', 'encoded-semicolon'),
+  line('/products/..%3b/customers/1', 'encoded-semicolon'),
+  // WHATWG URL parsers read `\` as `/`.
+  line('/products/..\\customers\\1', 'backslash'),
+  line('/products/..%5Ccustomers%5C1', 'encoded-backslash'),
+  line('/products/..%5ccustomers%5c1', 'encoded-backslash'),
+  // Encoded slashes and dots: some upstreams decode before routing.
+  line('/products/..%2Fcustomers%2F1', 'encoded-slash'),
+  line('/products/..%2fcustomers%2f1', 'encoded-slash'),
+  line('/products/%2E%2E/customers/1', 'encoded-dot'),
+  line('/products/%2e%2e/customers/1', 'encoded-dot'),
+  line('/products/.%2e/customers/1', 'encoded-dot'),
+  line('/products/report%2Epdf', 'encoded-dot'),
+  // Decoded twice.
+  line('/products/%252e%252e/customers/1', 'double-encoding'),
+  line('/products/%252E%252E/customers/1', 'double-encoding'),
+  line('/products/..%255ccustomers', 'double-encoding'),
+  line('/products/..%252fcustomers%252f1', 'double-encoding'),
+  line('/products/%25%32%65%25%32%65/customers/1', 'double-encoding'),
+  // Dot segments, resolved by nearly every upstream; `...` by those that trim trailing dots.
+  line('/products/x/../../customers/1', 'dot-segment'),
+  line('/products/../customers/1', 'dot-segment'),
+  line('/products/./1', 'dot-segment'),
+  line('/products/.../customers/1', 'dot-segment'),
+  // Empty segments: merged by some upstreams, kept by others.
+  line('/products//../customers/1', 'empty-segment'),
+  line('/products//1', 'empty-segment'),
+  line('//customers/1', 'empty-segment'),
+  // Broken or non-UTF-8 escapes (an overlong `.` among them).
+  line('/products/%zz', 'invalid-escape'),
+  line('/products/%E0%A4%A', 'invalid-escape'),
+  line('/products/%', 'invalid-escape'),
+  line('/products/%C0%AE%C0%AE/customers/1', 'invalid-escape'),
+  // Control characters, decoded or raw (WHATWG parsers drop a tab).
+  line('/products/%00/../../customers/1', 'control-character'),
+  line('/products/x%0a', 'control-character'),
+  headerOnly('/products/.\t./customers/1', 'control-character'),
+  neither('/products/x\u0000/../../customers/1', 'control-character'),
+  headerOnly('/products/x /../../customers/1', 'space'),
+  headerOnly('/products/caf\u00e9', 'non-ascii'),
+  // Unicode compatibility folding (NFKC) turns a fullwidth `.` or `/` into the real one.
+  line('/products/%EF%BC%8E%EF%BC%8E/customers/1', 'compatibility-form'),
+  line('/products/x%EF%BC%8F..%EF%BC%8Fcustomers', 'compatibility-form'),
+  // A fragment that a reader unaware of fragments takes for more path.
+  line('/products/x#/../../customers/1', 'fragment-path'),
+  headerOnly('products/1', 'not-absolute'),
+  headerOnly('http://upstream/customers/1', 'not-absolute'),
+]
