@@ -42,15 +42,21 @@ export const USAGE = `usage: admin-permission-service <command> [options]
                                                   subjects that differs from model OLD; exit 1 when any fails or differs
   migrate                                         apply the SQL migrations in sql/
   audit verify                                    walk the audit hash chain; exit 1 naming the first tampered row
-  policy export [--domain D]                      print the policy as Casbin CSV for model.conf: role rules and
-                                                  user overrides as p lines, assignments as g lines, sorted; with
+  policy export [--domain D]                      print the policy as Casbin CSV for model.conf: a header naming its
+                                                  scope, role rules and user overrides as p lines (an expiring one after
+                                                  its "# expires_at" comment), assignments as g lines, sorted; with
                                                   --domain, what decides in D: the p and g rows of D and of global
                                                   (rules of pairs not active in the catalog decide nothing and are left out)
-  policy import --file F [--domain D] [--dry-run] make the stored p rules what F says (with --domain, D's only; F's
+  policy import --file F [--domain D] [--dry-run] [--allow-mass-removal] [--max-removal-percent N] [--allow-headerless]
+                                                  make the stored p rules what F says (with --domain, D's only; F's
                                                   global lines must then be as stored), printing the difference; one
                                                   transaction, one audit entry per change (actor system); g lines must
-                                                  match the stored assignments; --dry-run writes nothing; a line that
-                                                  breaks the rules is named and nothing changes (exit 2)
+                                                  match the stored assignments; overrides whose expiry has passed are
+                                                  skipped and listed; --dry-run writes nothing; refused, changing
+                                                  nothing (exit 2): a line that breaks the rules (named), a file whose
+                                                  header names another scope or that has none (unless
+                                                  --allow-headerless), removing more than 5 rules and more than N%
+                                                  (default 10) of those in reach (unless --allow-mass-removal)
 
 Configuration comes from the same environment variables as the server (DATABASE_URL, JWT_SECRET, MODEL_PATH, ...).
 Exit codes: 0 done, 1 failed, 2 usage error.`
