@@ -759,10 +759,11 @@ async function apply(
  */
 export async function importPolicy(ctx: CommandContext, text: string, options: ImportOptions = {}): Promise<PolicyImport> {
   const scope = options.domain ?? null
-  const parsed = parsePolicyCsv(text)
-  const refusedScope = scopeProblem(parsed.header, { domain: scope }, options.allowHeaderless === true)
-  if (refusedScope !== null) throw new PolicyFileRefused(refusedScope)
   if (scope !== null) await assertDomainExists(ctx.db, scope)
+  const parsed = parsePolicyCsv(text)
+  // A header that cannot be read is named with its line (PolicyFileError) rather than taken for none.
+  const refusedScope = parsed.header === null && parsed.problems.length > 0 ? null : scopeProblem(parsed.header, { domain: scope }, options.allowHeaderless === true)
+  if (refusedScope !== null) throw new PolicyFileRefused(refusedScope)
   const maxShare = options.allowMassRemoval === true ? 1 : (options.maxRemovalShare ?? DEFAULT_MAX_REMOVAL_SHARE)
   if (options.dryRun === true) {
     return ctx.db.snapshot(async (tx) => {
