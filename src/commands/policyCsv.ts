@@ -356,8 +356,9 @@ export interface LineContext {
   now: number
   /**
    * True: an override's expiry is the file's (none without a comment). False
-   * (a file without a header, which has no expiries): a kept override keeps
-   * the stored one, an added or changed one never expires.
+   * (a file without a header, written before expiries were): an override line
+   * without a comment that keeps a stored override keeps its expiry, one that
+   * adds or changes an override sets none.
    */
   fileExpiry: boolean
 }
@@ -476,8 +477,10 @@ export function checkLines(c: LineContext, lines: readonly FileLine[]): { proble
   return { problems, desired, expired }
 }
 
+/** The expiry an override line asks for: its comment's, else none (or, for a file without a header, the stored one if the line keeps the override). */
 function wantedExpiry(c: LineContext, rule: FileLine): number | null {
-  if (c.fileExpiry) return rule.expiresAt ?? null
+  if (rule.expiresAt !== undefined) return rule.expiresAt
+  if (c.fileExpiry) return null
   const stored = c.stored.overrides.get(overrideKey(rule.values))
   return stored !== undefined && stored.effect === rule.values[4] ? stored.expiresAt : null
 }

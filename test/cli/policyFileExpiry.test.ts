@@ -99,6 +99,11 @@ t.test(`an override's expiry is carried by the file, and an import skips one tha
   t.equal(service.engine.overrideExpiresAt(other.id, 'm-1', 'orders', 'refund'), sooner.getTime(), 'memory has the new expiry')
   t.equal(service.engine.overrideExpiresAt(other.id, 'm-1', 'orders', 'cancel'), later.getTime(), 'and an override that now expires')
 
+  // A file without a header (from before expiries were written) keeps the stored expiry of each override it keeps.
+  const legacy = `p, ${other.id}, m-1, orders, cancel, deny\np, ${other.id}, m-1, orders, refund, allow\n`
+  const kept = await importPolicy(service, legacy, { allowHeaderless: true, dryRun: true })
+  t.equal(summarizeDiff(kept.diff), 'no change: the store already holds this policy', 'a headerless file does not take expiries away')
+
   const misplaced = parsePolicyCsv(`# policy-format: 1\n# scope: all\n# expires_at ${later.toISOString()}\np, clerk, m-1, orders, read, allow\n# expires_at tomorrow\n`)
   t.same(
     misplaced.problems,
