@@ -225,9 +225,30 @@ function quieter(a: LogLevel, b: LogLevel): LogLevel {
   return rank(a) <= rank(b) ? a : b
 }
 
+/** What a command that only opens the database reads (migrate, audit verify, model check): no token key. */
+export type DatabaseConfig = Pick<Config, 'storage' | 'database' | 'modelPath'>
+
+function databaseConfig(env: Env): DatabaseConfig {
+  return {
+    storage: parseStorageUrl(env.DATABASE_URL),
+    database: {
+      connectTimeoutMs: env.DB_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: env.DB_STATEMENT_TIMEOUT_MS,
+      poolMax: env.DB_POOL_MAX,
+      startupTimeoutMs: env.DB_STARTUP_TIMEOUT_MS,
+    },
+    modelPath: resolve(env.MODEL_PATH ?? join(repositoryRoot, 'model.conf')),
+  }
+}
+
+/** The environment checked as loadConfig checks it, read for a command that issues and verifies no token. */
+export function loadDatabaseConfig(source: Record<string, string | undefined> = process.env): DatabaseConfig {
+  return databaseConfig(readEnv(source))
+}
+
 export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
   const env = readEnv(source)
-  const storage = parseStorageUrl(env.DATABASE_URL)
+  const { storage, database, modelPath } = databaseConfig(env)
   const hasEmail = env.BOOTSTRAP_ADMIN_EMAIL !== undefined
   const hasPassword = env.BOOTSTRAP_ADMIN_PASSWORD !== undefined
   if (hasEmail !== hasPassword) throw new ConfigError('set both BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD, or neither')
@@ -244,7 +265,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
         ? { email: env.BOOTSTRAP_ADMIN_EMAIL, password: env.BOOTSTRAP_ADMIN_PASSWORD }
         : null,
     defaultLocale: env.DEFAULT_LOCALE,
-    modelPath: resolve(env.MODEL_PATH ?? join(repositoryRoot, 'model.conf')),
+    modelPath,
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL as LogLevel,
     checkLogLevel: (env.CHECK_LOG_LEVEL as LogLevel | undefined) ?? quieter(env.LOG_LEVEL as LogLevel, 'warn'),
@@ -255,12 +276,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       minRevisionWaitMs: env.MIN_REVISION_WAIT_MS,
       maxStalenessMs: env.MAX_STALENESS_MS,
     },
-    database: {
-      connectTimeoutMs: env.DB_CONNECT_TIMEOUT_MS,
-      statementTimeoutMs: env.DB_STATEMENT_TIMEOUT_MS,
-      poolMax: env.DB_POOL_MAX,
-      startupTimeoutMs: env.DB_STARTUP_TIMEOUT_MS,
-    },
+    database,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     routeMap: env.ROUTE_MAP_PATH === undefined ? null : readRouteMap(env.ROUTE_MAP_PATH),
     metricsToken: env.METRICS_TOKEN,

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -11,6 +11,7 @@ import type { Database } from '../src/storage/db.js'
 import { openPGlite } from '../src/storage/pglite.js'
 import { readMigrations } from '../src/storage/migrate.js'
 import { ROOT_EMAIL, TEST_SECRET, buildTestApp, freshDatabase, postgresUrl, register } from './helper.js'
+import { processDatabase } from './support/serverProcess.js'
 
 const run = promisify(execFile)
 const repositoryModel = new URL('../model.conf', import.meta.url)
@@ -285,6 +286,26 @@ t.test('a store in a folder: each command opens and closes it', async (t) => {
   t.equal(await systemSuperAdmins(db), 1)
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM admin_accounts')
   t.equal(rows[0]?.n, 2, 'no random first admin: only what the commands created')
+})
+
+t.test('the commands that only open the database need no JWT setting', async (t) => {
+  // PostgreSQL: the whole configuration insists on a key; migrate, audit verify and model check read only the database's.
+  const store = await processDatabase(t)
+  const cli = cliFor({ DATABASE_URL: store.url, LOG_LEVEL: 'silent' })
+  const migrated = await cli('migrate')
+  t.same(migrated, { code: 0, out: `applied ${allMigrations.join(', ')}`, err: '' }, `migrate without JWT_SECRET (${store.kind})`)
+  const verified = await cli('audit', 'verify')
+  t.equal(verified.code, 0, verified.err)
+  const checked = await cli('model', 'check')
+  t.equal(checked.code, 0, checked.err)
+  if (store.kind === 'pglite') t.notOk(existsSync(join(store.dir ?? '', 'jwt-secret')), 'and no key is generated for them')
+  if (store.kind === 'postgres') {
+    const token = await cli('token', '--email', ROOT_EMAIL)
+    t.same(token, { code: 1, out: '', err: 'with DATABASE_URL=postgres://… set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL' }, 'a command that signs tokens still asks for the key')
+  }
+  const bad = await cliFor({ DATABASE_URL: store.url, DB_POOL_MAX: 'many' })('migrate')
+  t.equal(bad.code, 1, 'the environment is checked as the server checks it')
+  t.match(bad.err, /DB_POOL_MAX/)
 })
 
 t.test('ttl parsing', async (t) => {

@@ -1,5 +1,5 @@
 import { buildService, openDatabase, type Service } from '../compose.js'
-import type { Config } from '../config.js'
+import type { Config, DatabaseConfig } from '../config.js'
 import { bootstrapSystemOwner } from '../commands/bootstrap.js'
 import { onboardMerchant } from '../commands/onboardMerchant.js'
 import { describeProblem, verifyAudit } from '../commands/verifyAudit.js'
@@ -42,28 +42,36 @@ export const USAGE = `usage: admin-permission-service <command> [options]
                                                   subjects that differs from model OLD; exit 1 when any fails or differs
   migrate                                         apply the SQL migrations in sql/
   audit verify                                    walk the audit hash chain; exit 1 naming the first tampered row
-  policy export [--domain D]                      print the policy as Casbin CSV for model.conf: role rules and
-                                                  user overrides as p lines, assignments as g lines, sorted; with
+  policy export [--domain D]                      print the policy as Casbin CSV for model.conf: a header naming its
+                                                  scope, role rules and user overrides as p lines (an expiring one after
+                                                  its "# expires_at" comment), assignments as g lines, sorted; with
                                                   --domain, what decides in D: the p and g rows of D and of global
                                                   (rules of pairs not active in the catalog decide nothing and are left out)
-  policy import --file F [--domain D] [--dry-run] make the stored p rules what F says (with --domain, D's only; F's
+  policy import --file F [--domain D] [--dry-run] [--allow-mass-removal] [--max-removal-percent N] [--allow-headerless]
+                                                  make the stored p rules what F says (with --domain, D's only; F's
                                                   global lines must then be as stored), printing the difference; one
                                                   transaction, one audit entry per change (actor system); g lines must
-                                                  match the stored assignments; --dry-run writes nothing; a line that
-                                                  breaks the rules is named and nothing changes (exit 2)
+                                                  match the stored assignments; overrides whose expiry has passed are
+                                                  skipped and listed; --dry-run writes nothing; refused, changing
+                                                  nothing (exit 2): a line that breaks the rules (named), a file whose
+                                                  header names another scope or that has none (unless
+                                                  --allow-headerless), removing more than 5 rules and more than N%
+                                                  (default 10) of those in reach (unless --allow-mass-removal)
 
-Configuration comes from the same environment variables as the server (DATABASE_URL, JWT_SECRET, MODEL_PATH, ...).
+Configuration comes from the same environment variables as the server (DATABASE_URL, JWT_SECRET, MODEL_PATH, ...);
+migrate, audit verify and model check need no JWT setting.
 Exit codes: 0 done, 1 failed, 2 usage error.`
 
-export interface CliContext {
-  config: Config
+/** A command's context; `config` is the whole configuration, or only the database's for the commands that need no more. */
+export interface CliContext<C extends DatabaseConfig = Config> {
+  config: C
   io: CliIo
   /** Use this database instead of the configured one (tests); it is left open. */
   db?: Database
 }
 
 /** Opens the configured database for one command (or uses the injected one) and always closes what it opened. */
-async function withDatabase<T>(ctx: CliContext, work: (db: Database) => Promise<T>): Promise<T> {
+async function withDatabase<T>(ctx: CliContext<DatabaseConfig>, work: (db: Database) => Promise<T>): Promise<T> {
   const db = ctx.db ?? (await openDatabase(ctx.config.storage, { limits: ctx.config.database }))
   try {
     return await work(db)
@@ -132,7 +140,7 @@ export async function tokenCommand(ctx: CliContext, args: string[]): Promise<num
   })
 }
 
-export async function modelCheckCommand(ctx: CliContext, args: string[]): Promise<number> {
+export async function modelCheckCommand(ctx: CliContext<DatabaseConfig>, args: string[]): Promise<number> {
   const o = parseOptions(args, { model: { type: 'string' }, decisions: { type: 'string' }, policy: { type: 'string' }, against: { type: 'string' } })
   const modelPath = o.model ?? ctx.config.modelPath
   const decisions = o.decisions === undefined ? null : readDecisions(o.decisions)
@@ -197,7 +205,7 @@ export async function modelCheckCommand(ctx: CliContext, args: string[]): Promis
   })
 }
 
-export async function migrateCommand(ctx: CliContext, args: string[]): Promise<number> {
+export async function migrateCommand(ctx: CliContext<DatabaseConfig>, args: string[]): Promise<number> {
   parseOptions(args, {})
   return withDatabase(ctx, async (db) => {
     const applied = await migrate(db)
@@ -206,7 +214,7 @@ export async function migrateCommand(ctx: CliContext, args: string[]): Promise<n
   })
 }
 
-export async function auditVerifyCommand(ctx: CliContext, args: string[]): Promise<number> {
+export async function auditVerifyCommand(ctx: CliContext<DatabaseConfig>, args: string[]): Promise<number> {
   parseOptions(args, {})
   return withDatabase(ctx, async (db) => {
     const result = await verifyAudit(db)

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from '../config.js'
+import { ConfigError, loadConfig, loadDatabaseConfig, type Config, type DatabaseConfig } from '../config.js'
 import { isServiceError, type ServiceError } from '../domain/errors.js'
 import { StorageUnavailableError } from '../storage/db.js'
 import { ModelError } from '../engine/model.js'
@@ -33,27 +33,35 @@ const processIo: CliIo = {
   err: (line) => process.stderr.write(`${line}\n`),
 }
 
-type Command = (ctx: CliContext, args: string[]) => Promise<number>
+type Runner<C extends DatabaseConfig> = (ctx: CliContext<C>, args: string[]) => Promise<number>
+
+/**
+ * A command and the configuration it reads: a command that only opens the
+ * database does not ask for a token key (with PostgreSQL, loadConfig wants one).
+ */
+type Command = { config: 'database'; run: Runner<DatabaseConfig> } | { config: 'full'; run: Runner<Config> }
+const databaseOnly = (run: Runner<DatabaseConfig>): Command => ({ config: 'database', run })
+const full = (run: Runner<Config>): Command => ({ config: 'full', run })
 
 /** Command words to their runner; `model check` and `audit verify` take two words. */
 const COMMANDS: Record<string, Command> = {
-  bootstrap: bootstrapCommand,
-  'onboard-merchant': onboardCommand,
-  token: tokenCommand,
-  migrate: migrateCommand,
-  'model check': modelCheckCommand,
-  'audit verify': auditVerifyCommand,
-  'password reset': passwordResetCommand,
-  'policy export': policyExportCommand,
-  'policy import': policyImportCommand,
+  bootstrap: full(bootstrapCommand),
+  'onboard-merchant': full(onboardCommand),
+  token: full(tokenCommand),
+  migrate: databaseOnly(migrateCommand),
+  'model check': databaseOnly(modelCheckCommand),
+  'audit verify': databaseOnly(auditVerifyCommand),
+  'password reset': full(passwordResetCommand),
+  'policy export': full(policyExportCommand),
+  'policy import': full(policyImportCommand),
 }
 
-function resolve(argv: string[]): { run: Command; args: string[] } | null {
+function resolve(argv: string[]): { command: Command; args: string[] } | null {
   const [first = '', second = ''] = argv
   const two = COMMANDS[`${first} ${second}`]
-  if (two !== undefined) return { run: two, args: argv.slice(2) }
+  if (two !== undefined) return { command: two, args: argv.slice(2) }
   const one = COMMANDS[first]
-  return one !== undefined && !first.includes(' ') ? { run: one, args: argv.slice(1) } : null
+  return one !== undefined && !first.includes(' ') ? { command: one, args: argv.slice(1) } : null
 }
 
 /** A service error in plain English, with the fields named as the options that carry them. */
@@ -70,18 +78,21 @@ export async function runCli(argv: string[], options: RunOptions = {}): Promise<
     io.out(USAGE)
     return 0
   }
-  const command = resolve(argv)
-  if (command === null) {
+  const resolved = resolve(argv)
+  if (resolved === null) {
     io.err(argv.length === 0 ? USAGE : `unknown command: ${argv.slice(0, 2).join(' ')}\n\n${USAGE}`)
     return 2
   }
-  if (command.args.includes('--help') || command.args.includes('-h')) {
+  const { command, args } = resolved
+  if (args.includes('--help') || args.includes('-h')) {
     io.out(USAGE)
     return 0
   }
   try {
-    const config: Config = loadConfig(options.env ?? process.env)
-    return await command.run({ config, io, ...(options.db !== undefined ? { db: options.db } : {}) }, command.args)
+    const env = options.env ?? process.env
+    const base = { io, ...(options.db !== undefined ? { db: options.db } : {}) }
+    if (command.config === 'database') return await command.run({ ...base, config: loadDatabaseConfig(env) }, args)
+    return await command.run({ ...base, config: loadConfig(env) }, args)
   } catch (error) {
     return report(error, io)
   }

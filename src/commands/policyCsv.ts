@@ -6,25 +6,44 @@
  *   p, <user id>,  <domain>, <obj>, <act>, allow|deny    a user's override (permission_overrides)
  *   g, <user id>,  <sub-role>, <home domain>             an assignment (casbin_rule)
  *
- * Export writes the stored policy sorted, without comments. Import makes the
- * stored `p` rules what a file says, in one write, under the rules a grant
- * or deny follows; `g` lines are checked, never applied (see checkLine).
+ * Export writes a header (format and scope, see ../domain/policyFile.ts),
+ * then the stored policy sorted, an override that expires preceded by its
+ * `# expires_at` comment. Import makes the stored `p` rules what a file says,
+ * in one write, under the rules a grant or deny follows; `g` lines are
+ * checked, never applied (see checkLine). It refuses a file whose scope is
+ * not the one asked for, and an import that would remove most of the policy.
  *
  * Rules about a pair that is not active in the catalog decide nothing (the
  * engine refuses the pair first) and a file may not name such a pair: export
  * leaves them out and import leaves them where they are, so exporting and
  * importing the same store changes nothing.
  *
- * The file has no column for an override's expiry: export writes the
- * overrides that count at that moment, an import keeps the expiry of an
- * override whose line it keeps, and an override it adds or changes never
- * expires.
+ * Expiry: export writes the overrides that count at that moment, with their
+ * instants; an import sets each override's expiry to the file's (none
+ * without a comment) and leaves out an override whose instant has passed,
+ * naming it. A file without a header (written before the header existed)
+ * carries no expiry: an override whose line it keeps keeps its expiry, and
+ * one it adds or changes never expires.
  */
 import { BracketAwareCsvParser } from 'casbin'
 import { SYSTEM_ACTOR, tenantOfDomain, type AuditEntry } from '../domain/audit.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 import { DOMAIN_PATTERN, SUB_ROLE_CODE_PATTERN, UUID_PATTERN } from '../domain/identifiers.js'
 import { GLOBAL_DOMAIN, ROOT_SUB_ROLE, homeDomain, type Account } from '../domain/principals.js'
+import {
+  DEFAULT_MAX_REMOVAL_SHARE,
+  applyHeaderLine,
+  describeMassRemoval,
+  expiryComment,
+  headerLines,
+  massRemoval,
+  readExpiryComment,
+  readHeaderLine,
+  scopeProblem,
+  type FileHeader,
+  type FileScope,
+  type MassRemoval,
+} from '../domain/policyFile.js'
 import type { Queryable } from '../storage/db.js'
 import { findAccountById } from '../storage/accounts.js'
 import { merchantExists } from '../storage/merchants.js'
@@ -48,6 +67,8 @@ export type PolicyType = 'p' | 'g'
 export interface Rule {
   ptype: PolicyType
   values: string[]
+  /** A user's override that expires: its instant (epoch ms). */
+  expiresAt?: number | null
 }
 
 export interface FileLine extends Rule {
@@ -55,9 +76,24 @@ export interface FileLine extends Rule {
   line: number
 }
 
+/** A policy file as read: its header (null when it has none), its rules, and the lines that cannot be read. */
+export interface ParsedPolicy {
+  header: FileHeader | null
+  lines: FileLine[]
+  problems: LineProblem[]
+}
+
 export interface LineProblem {
   line: number
   reason: string
+}
+
+/** A file refused as a whole (its scope, its header, or what it would remove); nothing was changed. */
+export class PolicyFileRefused extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'PolicyFileRefused'
+  }
 }
 
 /** A file that breaks the rules: every problem names its line; nothing was changed. */
@@ -116,10 +152,12 @@ export function compareRules(x: Rule, y: Rule): number {
   return 0
 }
 
-/** The rules as a CSV file, sorted, one line each, no comments; empty for no rules. */
-export function formatPolicyCsv(rules: readonly Rule[]): string {
-  const lines = [...rules].sort(compareRules).map(formatRule)
-  return lines.length === 0 ? '' : `${lines.join('\n')}\n`
+/** The header, then the rules sorted, one line each; an override that expires after its `# expires_at` comment. */
+export function formatPolicyCsv(rules: readonly Rule[], scope: FileScope): string {
+  const lines = [...rules]
+    .sort(compareRules)
+    .flatMap((rule) => (rule.expiresAt === undefined || rule.expiresAt === null ? [formatRule(rule)] : [expiryComment(rule.expiresAt), formatRule(rule)]))
+  return `${[...headerLines(scope), ...lines].join('\n')}\n`
 }
 
 // ---------------------------------------------------------------- parse
@@ -131,14 +169,46 @@ const parser = new BracketAwareCsvParser()
  * blank lines and lines starting with "#" skipped, each line parsed by
  * Casbin's own CSV parser, values unquoted and trimmed), so an import sees
  * the rules Casbin would load. Lines Casbin would ignore or load in a shape
- * the service never stores are problems here.
+ * the service never stores are problems here. Of the comments, the header
+ * (before the first rule) and `# expires_at`, which belongs to the override
+ * on the next line, are read.
  */
-export function parsePolicyCsv(text: string): { lines: FileLine[]; problems: LineProblem[] } {
+export function parsePolicyCsv(text: string): ParsedPolicy {
   const lines: FileLine[] = []
   const problems: LineProblem[] = []
+  const header: Partial<FileHeader> = {}
+  let headerSeen = false
+  let headerBroken = false
+  let ruleSeen = false
+  let pendingExpiry: { line: number; at: number } | null = null
+  const orphanExpiry = () => {
+    if (pendingExpiry !== null) problems.push({ line: pendingExpiry.line, reason: "an expires_at comment must come just before a user's override line" })
+    pendingExpiry = null
+  }
   text.split('\n').forEach((raw, index) => {
     const line = index + 1
-    if (raw.trim() === '' || raw.trim().startsWith('#')) return
+    if (raw.trim() === '') return
+    if (raw.trim().startsWith('#')) {
+      const headerLine = readHeaderLine(raw)
+      if (headerLine !== null) {
+        headerSeen = true
+        const problem = ruleSeen ? 'the header (policy-format, scope) comes before the first rule' : applyHeaderLine(header, headerLine)
+        if (problem !== null) {
+          headerBroken = true
+          problems.push({ line, reason: problem })
+        }
+        return
+      }
+      const expiry = readExpiryComment(raw)
+      if (expiry === null) return
+      orphanExpiry()
+      if ('problem' in expiry) problems.push({ line, reason: expiry.problem })
+      else pendingExpiry = { line, at: expiry.at }
+      return
+    }
+    const expiresAt = pendingExpiry
+    pendingExpiry = null
+    ruleSeen = true
     let tokens: string[] | undefined
     try {
       tokens = parser.parse(raw)?.[0]
@@ -163,9 +233,18 @@ export function parsePolicyCsv(text: string): { lines: FileLine[]; problems: Lin
       problems.push({ line, reason: `the effect must be allow or deny, not "${values[4] ?? ''}"` })
       return
     }
-    lines.push({ ptype: key, values, line })
+    if (expiresAt !== null && (key !== 'p' || !isUserId(values[0] ?? ''))) {
+      problems.push({ line: expiresAt.line, reason: "an expires_at comment must come just before a user's override line" })
+    }
+    lines.push({ ptype: key, values, line, ...(expiresAt !== null ? { expiresAt: expiresAt.at } : {}) })
   })
-  return { lines, problems }
+  orphanExpiry()
+  let parsedHeader: FileHeader | null = null
+  if (header.format !== undefined && header.scope !== undefined) parsedHeader = { format: header.format, scope: header.scope }
+  else if (headerSeen && !headerBroken) {
+    problems.push({ line: 1, reason: `the header needs both lines: ${headerLines({ domain: null }).join(' and ')} (or # scope: domain <merchant id>)` })
+  }
+  return { header: parsedHeader, lines, problems }
 }
 
 // ---------------------------------------------------------------- the store
@@ -177,6 +256,8 @@ const overrideKey = (values: readonly string[]) => keyOf(values.slice(0, 4))
 interface StoredOverride {
   values: string[]
   effect: Effect
+  /** Epoch ms; null: never expires. */
+  expiresAt: number | null
 }
 
 /** The stored policy within reach of an export or import (all of it, or one domain plus `global`). */
@@ -224,7 +305,7 @@ export async function readStoredPolicy(
       continue
     }
     const values = [row.user_id, row.domain, row.obj, row.act, row.effect]
-    stored.overrides.set(overrideKey(values), { values, effect: row.effect })
+    stored.overrides.set(overrideKey(values), { values, effect: row.effect, expiresAt })
   }
   return stored
 }
@@ -232,7 +313,7 @@ export async function readStoredPolicy(
 export function storedRules(stored: StoredPolicy): Rule[] {
   return [
     ...[...stored.roles.values()].map((values): Rule => ({ ptype: 'p', values })),
-    ...[...stored.overrides.values()].map((o): Rule => ({ ptype: 'p', values: o.values })),
+    ...[...stored.overrides.values()].map((o): Rule => ({ ptype: 'p', values: o.values, expiresAt: o.expiresAt })),
     ...[...stored.groupings.values()].map((values): Rule => ({ ptype: 'g', values })),
   ]
 }
@@ -257,7 +338,7 @@ export async function exportPolicy(ctx: Pick<CommandContext, 'db' | 'engine' | '
   if (domain !== undefined) await assertDomainExists(ctx.db, domain)
   const stored = await ctx.db.snapshot((tx) => readStoredPolicy(tx, (obj, act) => ctx.engine.isActive(obj, act), domain, ctx.clock.now()))
   const rules = storedRules(stored)
-  return { csv: formatPolicyCsv(rules), rules: rules.length, leftOut: stored.dormant }
+  return { csv: formatPolicyCsv(rules, { domain: domain ?? null }), rules: rules.length, leftOut: stored.dormant }
 }
 
 // ---------------------------------------------------------------- rules of a file
@@ -271,6 +352,21 @@ export interface LineContext {
   isActive(obj: string, act: string): boolean
   isRootRole(code: string): boolean
   stored: StoredPolicy
+  /** The instant (epoch ms) expiries are read against. */
+  now: number
+  /**
+   * True: an override's expiry is the file's (none without a comment). False
+   * (a file without a header, written before expiries were): an override line
+   * without a comment that keeps a stored override keeps its expiry, one that
+   * adds or changes an override sets none.
+   */
+  fileExpiry: boolean
+}
+
+/** A line left out of an import: its override's instant has passed. */
+export interface ExpiredLine {
+  line: number
+  rule: Rule
 }
 
 const isRootCode = (c: LineContext, code: string) => code === ROOT_SUB_ROLE || c.isRootRole(code)
@@ -342,12 +438,22 @@ export function checkLine(c: LineContext, rule: FileLine): string | null {
   return null
 }
 
-/** The rules the file asks for, after checking every line; problems name their lines, in line order. */
-export function checkLines(c: LineContext, lines: readonly FileLine[]): { problems: LineProblem[]; desired: DesiredPolicy } {
+/**
+ * The rules the file asks for, after checking every line; problems name
+ * their lines, in line order. An override whose instant has passed is left
+ * out unchecked (its user may be gone since the file was written), as if the
+ * file did not name it, and listed.
+ */
+export function checkLines(c: LineContext, lines: readonly FileLine[]): { problems: LineProblem[]; desired: DesiredPolicy; expired: ExpiredLine[] } {
   const problems: LineProblem[] = []
+  const expired: ExpiredLine[] = []
   const desired: DesiredPolicy = { roles: new Map(), overrides: new Map() }
   const seen = new Map<string, { line: number; effect: string }>()
   for (const rule of lines) {
+    if (rule.expiresAt !== undefined && rule.expiresAt !== null && rule.expiresAt <= c.now) {
+      expired.push({ line: rule.line, rule: { ptype: rule.ptype, values: rule.values, expiresAt: rule.expiresAt } })
+      continue
+    }
     const reason = checkLine(c, rule)
     if (reason !== null) {
       problems.push({ line: rule.line, reason })
@@ -365,10 +471,18 @@ export function checkLines(c: LineContext, lines: readonly FileLine[]): { proble
     }
     seen.set(key, { line: rule.line, effect })
     if (rule.ptype === 'g' || (c.scope !== null && rule.values[1] !== c.scope)) continue
-    if (override) desired.overrides.set(overrideKey(rule.values), { values: rule.values, effect: effect as Effect })
+    if (override) desired.overrides.set(overrideKey(rule.values), { values: rule.values, effect: effect as Effect, expiresAt: wantedExpiry(c, rule) })
     else desired.roles.set(keyOf(rule.values), rule.values)
   }
-  return { problems, desired }
+  return { problems, desired, expired }
+}
+
+/** The expiry an override line asks for: its comment's, else none (or, for a file without a header, the stored one if the line keeps the override). */
+function wantedExpiry(c: LineContext, rule: FileLine): number | null {
+  if (rule.expiresAt !== undefined) return rule.expiresAt
+  if (c.fileExpiry) return null
+  const stored = c.stored.overrides.get(overrideKey(rule.values))
+  return stored !== undefined && stored.effect === rule.values[4] ? stored.expiresAt : null
 }
 
 // ---------------------------------------------------------------- difference
@@ -379,12 +493,15 @@ export interface DesiredPolicy {
   overrides: Map<string, StoredOverride>
 }
 
+/** An override whose effect or expiry changes. */
 export interface OverrideChange {
   from: string[]
   to: string[]
+  fromExpiresAt: number | null
+  toExpiresAt: number | null
 }
 
-/** What an import changes: role rules and overrides added or removed, overrides whose effect changes. */
+/** What an import changes: role rules and overrides added or removed, overrides whose effect or expiry changes. */
 export interface PolicyDiff {
   added: Rule[]
   removed: Rule[]
@@ -403,10 +520,14 @@ export function diffPolicy(desired: DesiredPolicy, stored: StoredPolicy, scope: 
   for (const [key, values] of stored.roles) if (inReach(values) && !desired.roles.has(key)) diff.removed.push({ ptype: 'p', values })
   for (const [key, wanted] of desired.overrides) {
     const now = stored.overrides.get(key)
-    if (now === undefined) diff.added.push({ ptype: 'p', values: wanted.values })
-    else if (now.effect !== wanted.effect) diff.changed.push({ from: now.values, to: wanted.values })
+    if (now === undefined) diff.added.push({ ptype: 'p', values: wanted.values, expiresAt: wanted.expiresAt })
+    else if (now.effect !== wanted.effect || now.expiresAt !== wanted.expiresAt) {
+      diff.changed.push({ from: now.values, to: wanted.values, fromExpiresAt: now.expiresAt, toExpiresAt: wanted.expiresAt })
+    }
   }
-  for (const [key, now] of stored.overrides) if (inReach(now.values) && !desired.overrides.has(key)) diff.removed.push({ ptype: 'p', values: now.values })
+  for (const [key, now] of stored.overrides) {
+    if (inReach(now.values) && !desired.overrides.has(key)) diff.removed.push({ ptype: 'p', values: now.values, expiresAt: now.expiresAt })
+  }
   diff.added.sort(compareRules)
   diff.removed.sort(compareRules)
   diff.changed.sort((a, b) => compareRules({ ptype: 'p', values: a.from }, { ptype: 'p', values: b.from }))
@@ -415,26 +536,33 @@ export function diffPolicy(desired: DesiredPolicy, stored: StoredPolicy, scope: 
 
 export const changeCount = (diff: PolicyDiff): number => diff.added.length + diff.removed.length + diff.changed.length
 
-/** `- p, …` and `+ p, …` lines in file order; an override whose effect changes is its old line then its new one. */
+/** A rule as a line of the difference: an override that expires says when. */
+export const describeRule = (rule: Rule): string =>
+  rule.expiresAt === undefined || rule.expiresAt === null ? formatRule(rule) : `${formatRule(rule)}  ${expiryComment(rule.expiresAt)}`
+
+/**
+ * `- p, …` and `+ p, …` lines in file order; an override whose effect or
+ * expiry changes is its old line then its new one.
+ */
 export function describeDiff(diff: PolicyDiff): string[] {
   const entries: Array<{ sign: '-' | '+'; rule: Rule }> = [
     ...diff.removed.map((rule) => ({ sign: '-' as const, rule })),
     ...diff.added.map((rule) => ({ sign: '+' as const, rule })),
     ...diff.changed.flatMap((c) => [
-      { sign: '-' as const, rule: { ptype: 'p' as const, values: c.from } },
-      { sign: '+' as const, rule: { ptype: 'p' as const, values: c.to } },
+      { sign: '-' as const, rule: { ptype: 'p' as const, values: c.from, expiresAt: c.fromExpiresAt } },
+      { sign: '+' as const, rule: { ptype: 'p' as const, values: c.to, expiresAt: c.toExpiresAt } },
     ]),
   ]
   const withoutEffect = (rule: Rule): Rule => ({ ptype: rule.ptype, values: rule.values.slice(0, 4) })
   entries.sort((a, b) => compareRules(withoutEffect(a.rule), withoutEffect(b.rule)) || (a.sign === b.sign ? compareRules(a.rule, b.rule) : a.sign === '-' ? -1 : 1))
-  return entries.map((e) => `${e.sign} ${formatRule(e.rule)}`)
+  return entries.map((e) => `${e.sign} ${describeRule(e.rule)}`)
 }
 
 export function summarizeDiff(diff: PolicyDiff): string {
   const n = changeCount(diff)
   if (n === 0) return 'no change: the store already holds this policy'
   const overrides = diff.changed.length === 1 ? 'override changes' : 'overrides change'
-  return `${n} change${n === 1 ? '' : 's'}: ${diff.added.length} added, ${diff.removed.length} removed, ${diff.changed.length} ${overrides} effect`
+  return `${n} change${n === 1 ? '' : 's'}: ${diff.added.length} added, ${diff.removed.length} removed, ${diff.changed.length} ${overrides} effect or expiry`
 }
 
 // ---------------------------------------------------------------- import
@@ -444,10 +572,23 @@ export interface ImportOptions {
   domain?: string | undefined
   /** Compute and return the difference, write nothing. */
   dryRun?: boolean
+  /** Import a file without a header as the scope `domain` says (all without it). */
+  allowHeaderless?: boolean
+  /** Apply an import that removes more than `maxRemovalShare` of the rules in reach. */
+  allowMassRemoval?: boolean
+  /** The share (0 to 1) of the rules in reach an import may remove; default 0.1. */
+  maxRemovalShare?: number
 }
 
 export interface PolicyImport {
   diff: PolicyDiff
+  /** Override lines left out because their instant has passed. */
+  expired: ExpiredLine[]
+  /**
+   * Set by a dry run whose import would be refused for removing too much
+   * (an import that is not a dry run throws PolicyFileRefused instead).
+   */
+  refusal: string | null
   /** False for a dry run, or when nothing differed. */
   applied: boolean
   /** The store's revision after the import (before it, for a dry run or no change). */
@@ -461,6 +602,8 @@ async function lineContext(
   lines: readonly FileLine[],
   stored: StoredPolicy,
   scope: string | null,
+  now: number,
+  fileExpiry: boolean,
 ): Promise<LineContext> {
   const domains = new Set<string>()
   const users = new Set<string>()
@@ -488,22 +631,40 @@ async function lineContext(
     isActive: (obj, act) => ctx.engine.isActive(obj, act),
     isRootRole: (code) => ctx.engine.isRootRole(code),
     stored,
+    now,
+    fileExpiry,
   }
+}
+
+interface Plan {
+  diff: PolicyDiff
+  expired: ExpiredLine[]
+  accounts: ReadonlyMap<string, Account>
+  massRemoval: MassRemoval | null
+}
+
+/** The p rules of the store the import may change: those of `scope`, or all. */
+function rulesInReach(stored: StoredPolicy, scope: string | null): number {
+  const inReach = (values: readonly string[]) => scope === null || values[1] === scope
+  return [...stored.roles.values()].filter(inReach).length + [...stored.overrides.values()].filter((o) => inReach(o.values)).length
 }
 
 /** Reads the store through `q`, checks the file against it and works out the difference; throws PolicyFileError. */
 async function plan(
   ctx: Pick<CommandContext, 'engine' | 'accounts' | 'clock'>,
   q: Queryable,
-  parsed: { lines: FileLine[]; problems: LineProblem[] },
+  parsed: ParsedPolicy,
   scope: string | null,
-): Promise<{ diff: PolicyDiff; accounts: ReadonlyMap<string, Account> }> {
-  const stored = await readStoredPolicy(q, (obj, act) => ctx.engine.isActive(obj, act), scope ?? undefined, ctx.clock.now())
-  const c = await lineContext(ctx, q, parsed.lines, stored, scope)
-  const { problems, desired } = checkLines(c, parsed.lines)
+  maxRemovalShare: number,
+): Promise<Plan> {
+  const now = ctx.clock.now()
+  const stored = await readStoredPolicy(q, (obj, act) => ctx.engine.isActive(obj, act), scope ?? undefined, now)
+  const c = await lineContext(ctx, q, parsed.lines, stored, scope, now, parsed.header !== null)
+  const { problems, desired, expired } = checkLines(c, parsed.lines)
   const all = [...parsed.problems, ...problems].sort((a, b) => a.line - b.line)
   if (all.length > 0) throw new PolicyFileError(all.slice(0, MAX_PROBLEMS), all.length)
-  return { diff: diffPolicy(desired, stored, scope), accounts: c.accounts }
+  const diff = diffPolicy(desired, stored, scope)
+  return { diff, expired, accounts: c.accounts, massRemoval: massRemoval(diff.removed.length, rulesInReach(stored, scope), maxRemovalShare) }
 }
 
 /**
@@ -547,17 +708,17 @@ async function apply(
     audit.push(expired.audit)
     changes.push(expired.change)
   }
-  // An override the file sets never expires: the file has no column for it.
-  const setUser = async (values: string[]) => {
+  const setUser = async (values: string[], expiresAt: number | null) => {
     const key = overrideKeyOf(values)
     const effect = values[4] as Effect
-    const write = await setOverride(tx, { ...key, effect, expires_at: null }, SYSTEM_ACTOR.id, now)
+    const expires = expiresAt === null ? null : new Date(expiresAt)
+    const write = await setOverride(tx, { ...key, effect, expires_at: expires }, SYSTEM_ACTOR.id, now)
     expiredOn(write, values.slice(0, 4))
     const { previous } = write
-    if (previous !== null && previous.effect === effect && previous.expires_at === null) return
+    if (previous !== null && previous.effect === effect && (previous.expires_at?.getTime() ?? null) === expiresAt) return
     if (previous !== null && previous.effect !== effect) changes.push(ruleRemoved('p', [...values.slice(0, 4), previous.effect]))
     audit.push(entry(effectAction(effect), values))
-    changes.push(ruleAdded('p', values))
+    changes.push(ruleAdded('p', values, expires))
   }
 
   for (const { values } of diff.removed) {
@@ -572,9 +733,9 @@ async function apply(
       changes.push(ruleRemoved('p', values))
     }
   }
-  for (const { values } of diff.added) {
+  for (const { values, expiresAt } of diff.added) {
     if (isUserId(values[0] ?? '')) {
-      await setUser(values)
+      await setUser(values, expiresAt ?? null)
       continue
     }
     await ensureSubRole(tx, values[0] ?? '')
@@ -583,7 +744,7 @@ async function apply(
       changes.push(ruleAdded('p', values))
     }
   }
-  for (const { to } of diff.changed) await setUser(to)
+  for (const { to, toExpiresAt } of diff.changed) await setUser(to, toExpiresAt)
   return { audit, changes }
 }
 
@@ -592,20 +753,33 @@ async function apply(
  * or those of one domain), in one write: its rows, an audit entry per change
  * (actor `system`), the change-feed entries other replicas follow, one
  * revision. A file with any line that breaks the rules changes nothing
- * (PolicyFileError names every such line). The store is read, and the file
- * checked against it, inside the write's own transaction.
+ * (PolicyFileError names every such line); nor does a file whose header
+ * names another scope, a file without a header (unless allowHeaderless), or
+ * an import that would remove more than a handful of rules and more than
+ * maxRemovalShare of those in reach (unless allowMassRemoval):
+ * PolicyFileRefused says why. The store is read, and the file checked
+ * against it, inside the write's own transaction.
  */
 export async function importPolicy(ctx: CommandContext, text: string, options: ImportOptions = {}): Promise<PolicyImport> {
   const scope = options.domain ?? null
   if (scope !== null) await assertDomainExists(ctx.db, scope)
   const parsed = parsePolicyCsv(text)
+  // A header that cannot be read is named with its line (PolicyFileError) rather than taken for none.
+  const refusedScope = parsed.header === null && parsed.problems.length > 0 ? null : scopeProblem(parsed.header, { domain: scope }, options.allowHeaderless === true)
+  if (refusedScope !== null) throw new PolicyFileRefused(refusedScope)
+  const maxShare = options.allowMassRemoval === true ? 1 : (options.maxRemovalShare ?? DEFAULT_MAX_REMOVAL_SHARE)
   if (options.dryRun === true) {
-    return ctx.db.snapshot(async (tx) => ({ diff: (await plan(ctx, tx, parsed, scope)).diff, applied: false, revision: await currentRevision(tx) }))
+    return ctx.db.snapshot(async (tx) => {
+      const planned = await plan(ctx, tx, parsed, scope, maxShare)
+      const refusal = planned.massRemoval === null ? null : describeMassRemoval(planned.massRemoval)
+      return { diff: planned.diff, expired: planned.expired, refusal, applied: false, revision: await currentRevision(tx) }
+    })
   }
   const outcome = await ctx.writes.run(async (tx) => {
-    const { diff, accounts } = await plan(ctx, tx, parsed, scope)
-    const { audit, changes } = await apply(tx, diff, accounts, new Date(ctx.clock.now()))
-    return { changed: audit.length > 0, audit, changes, result: diff }
+    const planned = await plan(ctx, tx, parsed, scope, maxShare)
+    if (planned.massRemoval !== null) throw new PolicyFileRefused(describeMassRemoval(planned.massRemoval))
+    const { audit, changes } = await apply(tx, planned.diff, planned.accounts, new Date(ctx.clock.now()))
+    return { changed: audit.length > 0, audit, changes, result: planned }
   })
-  return { diff: outcome.result, applied: outcome.changed, revision: outcome.revision }
+  return { diff: outcome.result.diff, expired: outcome.result.expired, refusal: null, applied: outcome.changed, revision: outcome.revision }
 }

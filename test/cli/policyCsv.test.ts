@@ -157,19 +157,33 @@ async function refusal(promise: Promise<unknown>): Promise<PolicyFileError> {
 }
 
 const linesOf = (csv: string) => csv.split('\n').filter((l) => l !== '')
+/** The p and g lines of a file, without its comments. */
+const rulesOf = (csv: string) => linesOf(csv).filter((l) => !l.startsWith('#'))
+const HEADER_ALL = '# policy-format: 1\n# scope: all\n'
+const headerOf = (domain: string) => `# policy-format: 1\n# scope: domain ${domain}\n`
 
 t.test(`export, wipe, import: the same decisions everywhere, and Casbin's file adapter agrees (${backend})`, async (t) => {
   const w = await buildWorld(t, { inactivePair: true })
   const { service } = w
+  // An override that expires: its line comes after its `# expires_at` comment, which Casbin skips.
+  const expiresAt = new Date(Date.UTC(2099, 0, 31, 18))
+  const clerkC = w.byName.clerkC as Account
+  await storeOverride(service.db, clerkC, 'm-2', 'payouts', 'read', 'allow', expiresAt)
+  await service.reload()
   const before = decisions(w)
 
   const exported = await exportPolicy(service)
-  const lines = linesOf(exported.csv)
+  const lines = rulesOf(exported.csv)
+  t.ok(exported.csv.startsWith(HEADER_ALL), 'the header names the format and the scope')
+  t.ok(
+    exported.csv.includes(`\n# expires_at 2099-01-31T18:00:00.000Z\np, ${clerkC.id}, m-2, payouts, read, allow\n`),
+    "an expiring override's instant on the comment line before it",
+  )
+  t.equal(linesOf(exported.csv).length, lines.length + 3, 'no other comment')
   t.equal(exported.leftOut, 2, "the inactive pair's role rule and override are left out")
   t.notOk(lines.some((l) => l.includes(`${INACTIVE.obj}, ${INACTIVE.act}`)), 'no line names the inactive pair')
   t.equal((await exportPolicy(service)).csv, exported.csv, 'the same store exports the same bytes')
   t.same(lines, [...lines].sort((a, b) => (a.startsWith('g') === b.startsWith('g') ? 0 : a.startsWith('g') ? 1 : -1)), 'p lines, then g lines')
-  t.notOk(exported.csv.includes('#'), 'no comments')
   t.ok(lines.every((l) => /^(p(, [^,"\s]+){5}|g(, [^,"\s]+){3})$/.test(l)), 'fields separated by ", ", nothing quoted')
   t.ok(lines.includes(`g, ${w.byName.clerkA?.id ?? ''}, clerk, m-1`), "a merchant user's assignment")
   t.ok(lines.includes(`g, ${w.ta.root.id}, super_admin, global`), "the root's assignment")
@@ -206,8 +220,13 @@ t.test(`export, wipe, import: the same decisions everywhere, and Casbin's file a
   const actions = (type: string, action: string) => audit.rows.filter((r) => r.target_type === type && r.action === action).length
   t.same(
     { roleGrant: actions('role', 'grant'), roleDeny: actions('role', 'deny'), userGrant: actions('user', 'grant'), userDeny: actions('user', 'deny') },
-    { roleGrant: 9, roleDeny: 1, userGrant: 3, userDeny: 2 },
+    { roleGrant: 9, roleDeny: 1, userGrant: 4, userDeny: 2 },
   )
+  const restored = await service.db.query<{ expires_at: Date | null }>(
+    "SELECT expires_at FROM permission_overrides WHERE user_id = $1 AND domain = 'm-2' AND obj = 'payouts' AND act = 'read'",
+    [clerkC.id],
+  )
+  t.equal(restored.rows[0]?.expires_at?.getTime(), expiresAt.getTime(), 'the override comes back with its expiry')
 
   t.same(differing(before, decisions(w)), [], 'in memory, every decision is what it was')
   await service.reload()
@@ -243,7 +262,8 @@ t.test(`export, wipe, import: the same decisions everywhere, and Casbin's file a
 
   t.test('--domain: what decides in one merchant, and nothing else', async (t) => {
     const m1 = await exportPolicy(service, { domain: 'm-1' })
-    const m1Lines = linesOf(m1.csv)
+    t.ok(m1.csv.startsWith(headerOf('m-1')), 'the header names the domain')
+    const m1Lines = rulesOf(m1.csv)
     t.ok(
       m1Lines.every((l) => {
         const f = l.split(', ')
@@ -278,6 +298,7 @@ t.test(`a file that breaks a rule is refused naming its line, and nothing change
   // A valid change as well, which must not be applied either.
   const edited = base.replace('p, clerk, m-1, orders, refund, allow\n', '') + 'p, clerk, m-1, orders, cancel, allow\n'
   const lastLine = linesOf(edited).length + 1
+  const body = base.slice(HEADER_ALL.length)
   const cases: Array<[string, string, RegExp, string?]> = [
     ['a grant to super_admin', 'p, super_admin, global, orders, read, allow', /super_admin is a root sub-role/],
     ["an override of a merchant's root user", `p, ${w.users[1]?.id ?? ''}, m-1, orders, read, allow`, /has the root sub-role super_admin/],
@@ -306,8 +327,8 @@ t.test(`a file that breaks a rule is refused naming its line, and nothing change
     t.same(await fingerprint(service.db), before, `${name}: nothing changed (policy, audit, revision, feed)`)
   }
 
-  const many = await refusal(importPolicy(service, `p, super_admin, global, orders, read, allow\n${base}p, clerk, m-404, orders, read, allow\n`))
-  t.same(many.problems.map((p) => p.line), [1, linesOf(base).length + 2], 'every bad line is named, in order')
+  const many = await refusal(importPolicy(service, `${HEADER_ALL}p, super_admin, global, orders, read, allow\n${body}p, clerk, m-404, orders, read, allow\n`))
+  t.same(many.problems.map((p) => p.line), [3, linesOf(base).length + 2], 'every bad line is named, in order')
   t.equal(many.total, 2)
 
   t.test('--domain: other merchants are out of reach, global is context', async (t) => {
@@ -349,7 +370,8 @@ t.test(`--dry-run prints the difference and writes nothing; the import then appl
   const before = await fingerprint(service.db)
   const dry = await importPolicy(service, edited, { dryRun: true })
   t.same(describeDiff(dry.diff), expected, 'the difference, in file order')
-  t.equal(summarizeDiff(dry.diff), '5 changes: 2 added, 2 removed, 1 override changes effect')
+  t.equal(summarizeDiff(dry.diff), '5 changes: 2 added, 2 removed, 1 override changes effect or expiry')
+  t.equal(dry.refusal, null)
   t.notOk(dry.applied)
   t.equal(dry.revision, Number(before.revision))
   t.same(await fingerprint(service.db), before, 'nothing written')
@@ -394,11 +416,16 @@ t.test(`--dry-run prints the difference and writes nothing; the import then appl
   t.test('--domain m-1 changes m-1 only', async (t) => {
     const m1 = (await exportPolicy(service, { domain: 'm-1' })).csv
     // Only m-1 lines and the context: every m-1 rule dropped, one added.
-    const wanted = `${linesOf(m1)
+    const wanted = `${headerOf('m-1')}${rulesOf(m1)
       .filter((l) => !l.includes(', m-1, '))
       .join('\n')}\np, supervisor, m-1, orders, read, allow\n`
     const m2Before = (await exportPolicy(service, { domain: 'm-2' })).csv
-    const result = await importPolicy(service, wanted, { domain: 'm-1' })
+    const held = await fingerprint(service.db)
+    const tooMuch = await importPolicy(service, wanted, { domain: 'm-1', dryRun: true })
+    t.match(tooMuch.refusal, /^the import would remove \d+ of the \d+ rules in its reach .*more than 5 and more than 10%/, 'removing most of m-1 is held back')
+    await t.rejects(importPolicy(service, wanted, { domain: 'm-1' }), { name: 'PolicyFileRefused', message: tooMuch.refusal ?? '' })
+    t.same(await fingerprint(service.db), held, 'nothing changed')
+    const result = await importPolicy(service, wanted, { domain: 'm-1', allowMassRemoval: true })
     t.ok(result.diff.removed.length > 3, `${result.diff.removed.length} m-1 rules removed`)
     t.ok(result.diff.removed.every((r) => r.values[1] === 'm-1'), 'only m-1 rules removed')
     t.same(describeDiff({ ...result.diff, removed: [] }), ['+ p, supervisor, m-1, orders, read, allow'])
@@ -481,14 +508,19 @@ t.test(`the command line (${backend})`, async (t) => {
   t.equal(dry.code, 0, dry.err)
   t.equal(
     dry.out,
-    ['+ p, clerk, m-2, orders, cancel, allow', '- p, clerk, m-2, products, write, allow', '2 changes: 1 added, 1 removed, 0 overrides change effect', 'dry run: nothing was written'].join('\n'),
+    [
+      '+ p, clerk, m-2, orders, cancel, allow',
+      '- p, clerk, m-2, products, write, allow',
+      '2 changes: 1 added, 1 removed, 0 overrides change effect or expiry',
+      'dry run: nothing was written',
+    ].join('\n'),
   )
   t.same(await fingerprint(service.db), before, 'the dry run wrote nothing')
 
   const applied = await cli('policy', 'import', '--file', file)
   t.equal(applied.code, 0, applied.err)
   const after = await fingerprint(service.db)
-  t.match(applied.out, new RegExp(`2 changes: 1 added, 1 removed, 0 overrides change effect\napplied in one transaction, revision ${after.revision}$`))
+  t.match(applied.out, new RegExp(`2 changes: 1 added, 1 removed, 0 overrides change effect or expiry\napplied in one transaction, revision ${after.revision}$`))
   t.equal(after.audit - before.audit, 2)
   const again = await cli('policy', 'import', '--file', file)
   t.same(again, { code: 0, out: 'no change: the store already holds this policy', err: '' })
@@ -513,7 +545,7 @@ t.test(`the command line (${backend})`, async (t) => {
   truncateSync(large, MAX_POLICY_FILE_BYTES + 1)
   const tooLarge = await cli('policy', 'import', '--file', large)
   t.equal(tooLarge.code, 2)
-  t.match(tooLarge.err, /a policy file may have at most 8388608/)
+  t.match(tooLarge.err, /holds more than 8388608 bytes; a policy file may have at most 8388608/)
   const missing = await cli('policy', 'import', '--file', join(dir, 'nope.csv'))
   t.equal(missing.code, 2)
   t.match(missing.err, /cannot read the policy file/)
@@ -522,7 +554,7 @@ t.test(`the command line (${backend})`, async (t) => {
   t.match(noFile.err, /--file is required/)
   t.equal((await cli('policy', 'import', '--file', file, '--force')).code, 2, 'an unknown option')
   t.equal((await cli('policy', 'import', '--file', file, '--domain', 'm-404')).code, 1, 'an unknown --domain')
-  t.match((await cli('--help')).out, /policy import --file F \[--domain D\] \[--dry-run\]/, 'the help names both commands')
+  t.match((await cli('--help')).out, /policy import --file F \[--domain D\] \[--dry-run\] \[--allow-mass-removal\]/, 'the help names both commands')
   t.same(await fingerprint(service.db), after, 'still nothing changed')
 })
 
@@ -552,17 +584,17 @@ t.test('the real command line: exit codes of a child process', async (t) => {
       (error: { code: number; stdout: string; stderr: string }) => error,
     )
   const exported = await main('policy', 'export')
-  t.same(exported, { code: 0, stdout: '', stderr: '' }, 'an empty store exports an empty file')
+  t.same(exported, { code: 0, stdout: HEADER_ALL, stderr: '' }, 'an empty store exports the header alone')
 
   const good = join(dir, 'good.csv')
-  writeFileSync(good, 'p, clerk, global, orders, read, allow\n')
+  writeFileSync(good, `${HEADER_ALL}p, clerk, global, orders, read, allow\n`)
   const dry = await main('policy', 'import', '--file', good, '--dry-run')
   t.equal(dry.code, 0, dry.stderr)
-  t.equal(dry.stdout, '+ p, clerk, global, orders, read, allow\n1 change: 1 added, 0 removed, 0 overrides change effect\ndry run: nothing was written\n')
+  t.equal(dry.stdout, '+ p, clerk, global, orders, read, allow\n1 change: 1 added, 0 removed, 0 overrides change effect or expiry\ndry run: nothing was written\n')
   const bad = join(dir, 'bad.csv')
-  writeFileSync(bad, 'p, clerk, global, orders, read, allow\np, clerk, m-9, orders, read, allow\n')
+  writeFileSync(bad, `${HEADER_ALL}p, clerk, global, orders, read, allow\np, clerk, m-9, orders, read, allow\n`)
   const refused = await main('policy', 'import', '--file', bad)
   t.equal(refused.code, 2, 'a line that breaks the rules: exit code 2')
-  t.match(refused.stderr, new RegExp(`${bad}:2: unknown domain "m-9"`))
+  t.match(refused.stderr, new RegExp(`${bad}:4: unknown domain "m-9"`))
   t.notMatch(refused.stderr, /\n\s+at /, 'no stack trace')
 })

@@ -28,6 +28,7 @@ t.test(`the export route (${backend})`, async (t) => {
   t.equal(whole.headers['content-type'], 'text/csv; charset=utf-8')
   t.equal(whole.headers['content-disposition'], 'attachment; filename="policy.csv"')
   t.equal(whole.body, (await exportPolicy(service)).csv, 'the bytes of policy export')
+  t.ok(whole.body.startsWith('# policy-format: 1\n# scope: all\np, '), 'the header naming the scope, as policy export writes it')
   t.ok(whole.body.includes(`g, ${clerk.id}, clerk, m-1\n`))
   t.ok(whole.body.includes('p, clerk, m-2, orders, refund, allow\n'))
   t.ok(whole.headers['x-policy-revision'] !== undefined, 'with the revision header every answer carries')
@@ -37,6 +38,7 @@ t.test(`the export route (${backend})`, async (t) => {
   t.equal(m1.headers['content-disposition'], 'attachment; filename="policy-m-1.csv"')
   t.equal(m1.body, (await exportPolicy(service, { domain: 'm-1' })).csv)
   t.notOk(m1.body.includes('m-2'), "no other merchant's rows")
+  t.ok(m1.body.startsWith('# policy-format: 1\n# scope: domain m-1\np, '), 'the header naming the domain')
 
   const refusals: Array<[string, string, string | null, number, string]> = [
     ['an unknown domain', '/v2/admin/permissions/export?domain=m-404', ta.rootToken, 404, '402'],

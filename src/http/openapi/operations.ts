@@ -228,7 +228,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     operationId: 'export-policy',
     summary: 'Export the policy as a Casbin CSV file that model.conf reads.',
     description:
-      'Role rules and per-user overrides as `p` lines, assignments as `g` lines, sorted, with no comments: the bytes `npm run cli -- policy export` prints. With `domain`, what decides in that domain: the rows of that domain and of `global`. Rules of pairs not active in the catalog decide nothing and are left out. Only system-owner callers with a root sub-role get it.',
+      'A header naming the format and the scope (`# policy-format: 1`, then `# scope: all` or `# scope: domain <id>`; `policy import` refuses a file whose scope is not the one it is asked to apply), then role rules and per-user overrides as `p` lines (an override that expires after its `# expires_at <RFC 3339>` comment, which Casbin skips) and assignments as `g` lines, sorted: the bytes `npm run -s cli -- policy export` prints. With `domain`, what decides in that domain: the rows of that domain and of `global`. Rules of pairs not active in the catalog decide nothing and are left out. Only system-owner callers with a root sub-role get it.',
     returns: 'the policy as `text/csv` (`Content-Disposition: attachment`)',
     errors: ['MERCHANT_NOT_FOUND'],
     notes: {

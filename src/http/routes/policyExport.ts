@@ -10,7 +10,8 @@ import { Domain, ReadQuery, bearer, responses } from '../schemas/common.js'
 
 /**
  * GET /v2/admin/permissions/export?domain=: the policy as Casbin CSV, the
- * same bytes `policy export [--domain D]` prints. The whole policy names
+ * same bytes `policy export [--domain D]` prints, header included (its scope
+ * is what `policy import` checks). The whole policy names
  * every merchant's users and rules, so only system-owner callers with a
  * root sub-role get it: the guard refuses merchant callers (403 `301`) and
  * callers without `permission:read` (403 `300`), the route any other
@@ -29,7 +30,9 @@ export const policyExportRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
         response: {
           ...responses(200, Type.Null(), [404]),
           200: {
-            description: 'p and g lines, sorted; with domain, the rows of that domain and of global',
+            description:
+              'a header (`# policy-format: 1`, `# scope: all` or `# scope: domain <id>`), then p and g lines, sorted, an override that expires ' +
+              'after its `# expires_at <RFC 3339>` comment; with domain, the rows of that domain and of global',
             content: { 'text/csv': { schema: Type.String() } },
           },
         },
