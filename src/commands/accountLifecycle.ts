@@ -7,6 +7,7 @@ import { insertRule, deleteRule } from '../storage/policyRows.js'
 import { otherActiveSystemRoots, setStatus, setSubRole } from '../storage/accounts.js'
 import { ensureSubRole } from '../storage/subRoles.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
+import { assertSubRoleKnown } from './subRoles.js'
 
 export interface AccountChange {
   changed: boolean
@@ -39,6 +40,7 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
     beyondCaller: beyondCaller(ctx, caller, subRole, home),
     domain: home,
   })
+  await assertSubRoleKnown(ctx, subRole)
   const outcome = await ctx.writes.run(async (tx) => {
     await ensureSubRole(tx, subRole)
     const moved = await setSubRole(tx, target.id, subRole)

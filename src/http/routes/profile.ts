@@ -5,6 +5,7 @@ import type { CommandContext } from '../../commands/context.js'
 import { changePassword } from '../../commands/passwords.js'
 import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
+import { localisedPermissions } from '../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Account, CommandBody, Domain, Lang, Password, ReadQuery, bearer, responses } from '../schemas/common.js'
 import { UserPermissionsData } from '../schemas/permissions.js'
@@ -67,6 +68,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
         response: responses(200, UserPermissionsData, [404]),
       },
     },
-    async (request) => success(await getOwnPermissions(ctx, callerOf(request), request.query.domain)),
+    async (request) => success(localisedPermissions(app.localizer, request.locale, await getOwnPermissions(ctx, callerOf(request), request.query.domain))),
   )
 }
