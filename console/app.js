@@ -75,7 +75,10 @@ function Shell({ route, onSignOut, reloadMe }) {
     ['audit', t('audit'), can('permission:read')],
     ['merchants', t('merchants'), me.principal_type === 'system_owner' && can('merchant:onboard')],
   ].filter(([, , shown]) => shown)
-  const [first = sections[0]?.[0] ?? 'password', id] = route
+  // A section the admin may not open (a typed or old link) shows its first one instead.
+  const fallback = sections[0]?.[0] ?? 'password'
+  const [asked = fallback, id] = route
+  const first = ['users', 'password'].includes(asked) || sections.some(([key]) => key === asked) ? asked : fallback
   let screen
   if (first === 'accounts') screen = html`<${AccountsScreen} />`
   else if (first === 'users' && id) screen = html`<${UserScreen} userId=${id} />`
