@@ -179,7 +179,8 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     const cancel = (effective.permissions as Array<Record<string, unknown>>).find((p) => p.act === 'cancel')
     t.match(cancel, { source: 'user', obj: 'orders' }, 'the API has the allow override')
     t.match(String(cancel?.expires_at), /^2099-01-3/, 'with its expiry')
-    await page.screenshot({ path: join(shots, 'user.png') })
+    await page.evaluate(() => window.scrollTo(0, 0))
+  await page.screenshot({ path: join(shots, 'user.png') })
 
     await page.getByLabel('Permission', { exact: true }).selectOption('orders:cancel')
     await page.getByLabel('Change').selectOption('revoke')
