@@ -34,6 +34,7 @@ COPY --from=runtime-deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
+COPY console ./console
 COPY model.conf ./
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node

@@ -6,6 +6,15 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    // The console runs in the browser as written: its globals are the browser's.
+    files: ['console/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['document', 'location', 'navigator', 'sessionStorage', 'FormData', 'URL', 'fetch', 'addEventListener', 'removeEventListener'].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     files: ['**/*.ts'],
     rules: {
       '@typescript-eslint/consistent-type-imports': 'error',

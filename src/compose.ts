@@ -104,7 +104,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     }
     const writes = new WriteQueue(db, replica, config.database.statementTimeoutMs)
     const passwords = options.passwords ?? createPasswordHasher()
-    const ctx: CommandContext = { db, engine, accounts, passwords, writes, clock }
+    const ctx: CommandContext = { db, engine, accounts, passwords, writes, clock, subRolesExplicit: config.subRolesExplicit }
     await syncCatalog(ctx, declaredCatalog())
 
     if (config.bootstrapAdmin !== null) {

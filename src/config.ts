@@ -46,6 +46,7 @@ const EnvSchema = Type.Object({
   ROUTE_MAP_PATH: Type.Optional(Type.String({ minLength: 1 })),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
+  SUB_ROLES_EXPLICIT: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false' }),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -114,6 +115,8 @@ export interface Config {
   metricsToken: string | undefined
   /** Browser origins allowed to call /v2 (CORS); empty: CORS off. */
   corsOrigins: string[]
+  /** SUB_ROLES_EXPLICIT=true: a sub-role must be created (create-sub-role) before it is granted or assigned. */
+  subRolesExplicit: boolean
 }
 
 export class ConfigError extends Error {
@@ -281,5 +284,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     routeMap: env.ROUTE_MAP_PATH === undefined ? null : readRouteMap(env.ROUTE_MAP_PATH),
     metricsToken: env.METRICS_TOKEN,
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
+    subRolesExplicit: env.SUB_ROLES_EXPLICIT === 'true',
   }
 }

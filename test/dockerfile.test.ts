@@ -242,6 +242,7 @@ t.test('the compiled service runs without src/', { timeout: 170_000 }, async (t)
   cpSync(join(repositoryRoot, 'package.json'), join(app, 'package.json'))
   cpSync(join(repositoryRoot, 'model.conf'), join(app, 'model.conf'))
   cpSync(join(repositoryRoot, 'sql'), join(app, 'sql'), { recursive: true })
+  cpSync(join(repositoryRoot, 'console'), join(app, 'console'), { recursive: true })
   symlinkSync(join(repositoryRoot, 'node_modules'), join(app, 'node_modules'), 'dir')
   t.notOk(existsSync(join(app, 'src')), 'no src/ beside dist/')
 

@@ -8,6 +8,7 @@ import { otherActiveSystemRoots, setStatus, setSubRole } from '../storage/accoun
 import { ensureSubRole } from '../storage/subRoles.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { holdsUntil } from './permissionContext.js'
+import { assertSubRoleKnown } from './subRoles.js'
 
 export interface AccountChange {
   changed: boolean
@@ -65,6 +66,7 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
     newSubRoleBeyondCaller: beyondCaller(ctx, caller, subRole, home),
     domain: home,
   })
+  await assertSubRoleKnown(ctx, subRole)
   const outcome = await ctx.writes.run(async (tx) => {
     await ensureSubRole(tx, subRole)
     const moved = await setSubRole(tx, target.id, subRole)

@@ -16,6 +16,8 @@ export interface CommandContext {
   writes: WriteQueue
   /** The time commands read (an override's expiry must lie ahead of it). */
   clock: Clock
+  /** SUB_ROLES_EXPLICIT: grants, registrations and sub-role changes must name a sub-role that was created (absent: created on first use). */
+  subRolesExplicit?: boolean
 }
 
 /** The authenticated admin making a request, and where from. */

@@ -7,6 +7,7 @@ import { merchantExists } from '../storage/merchants.js'
 import { accountCreated, writeAccount } from './accountRows.js'
 import { beyondCaller } from './accountLifecycle.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
+import { assertSubRoleKnown } from './subRoles.js'
 
 export interface RegisterAdminInput {
   email: string
@@ -28,6 +29,7 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
   if (placement.merchant_id !== null && !(await merchantExists(ctx.db, placement.merchant_id))) {
     throw new ServiceError('MERCHANT_NOT_FOUND', { merchant_id: placement.merchant_id })
   }
+  await assertSubRoleKnown(ctx, input.sub_role_code)
   if (await emailTaken(ctx.db, input.email)) throw new ServiceError('EMAIL_TAKEN')
   const passwordHash = await ctx.passwords.hash(input.password)
   const outcome = await ctx.writes.run(async (tx) => {

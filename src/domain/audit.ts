@@ -16,6 +16,7 @@ export const AUDIT_ACTIONS = [
   'password_changed',
   'password_reset',
   'override_expired',
+  'sub_role_created',
 ] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 

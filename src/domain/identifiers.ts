@@ -5,6 +5,8 @@
  * have hyphens), so the two never collide as Casbin subjects.
  */
 export const SUB_ROLE_CODE_PATTERN = '^[a-z][a-z0-9_]{0,63}$'
+/** A code create-sub-role accepts: a sub-role code of two characters or more. */
+export const NEW_SUB_ROLE_CODE_PATTERN = '^[a-z][a-z0-9_]{1,63}$'
 export const MERCHANT_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'
 export const DOMAIN_PATTERN = MERCHANT_ID_PATTERN
 export const PERMISSION_PART_PATTERN = '^[a-z][a-z0-9_.-]{0,63}$'

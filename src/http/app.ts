@@ -18,14 +18,19 @@ import authentication from './plugins/authentication.js'
 import authorization from './plugins/authorization.js'
 import locale from './plugins/locale.js'
 import metricsPlugin from './plugins/metrics.js'
+import queryParameters from './plugins/queryParameters.js'
 import revision from './plugins/revision.js'
 import { accountRoutes } from './routes/accounts.js'
 import { authRoutes } from './routes/auth.js'
 import { authzRoutes } from './routes/authz.js'
+import { consoleRoutes } from './routes/console.js'
 import { healthRoutes } from './routes/health.js'
 import { policyExportRoutes } from './routes/policyExport.js'
 import { permissionRoutes } from './routes/permissions.js'
 import { profileRoutes } from './routes/profile.js'
+import { auditVerificationRoutes } from './routes/auditVerification.js'
+import { merchantRoutes } from './routes/merchants.js'
+import { subRoleRoutes } from './routes/subRoles.js'
 import { ErrorEnvelope } from './schemas/common.js'
 import { createValidatorCompiler } from './validation.js'
 
@@ -91,6 +96,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   fastify.removeContentTypeParser('text/plain')
   fastify.addSchema(ErrorEnvelope)
   const allowedMethods = declaredMethods(fastify)
+  await fastify.register(queryParameters)
   // Set before any route is declared: a route keeps the error handler in force when it was declared.
   fastify.setErrorHandler((error, request, reply) => {
     const t = request.t ?? localizer.translator(localizer.defaultLocale)
@@ -141,6 +147,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   })
 
   await fastify.register(healthRoutes, { readiness: service.readiness })
+  await fastify.register(consoleRoutes)
   await fastify.register(async (api) => {
     const typed = api.withTypeProvider<TypeBoxTypeProvider>()
     await typed.register(authentication, { config: service.config, accounts: service.accounts })
@@ -159,6 +166,9 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       await rest.register(accountRoutes, { ctx: service })
       await rest.register(permissionRoutes, { ctx: service })
       await rest.register(policyExportRoutes, { ctx: service })
+      await rest.register(subRoleRoutes, { ctx: service })
+      await rest.register(merchantRoutes, { ctx: service })
+      await rest.register(auditVerificationRoutes, { ctx: service })
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).

@@ -1,5 +1,12 @@
 import type { Queryable } from './db.js'
 
+export interface MerchantSummary {
+  merchant_id: string
+  created_at: Date
+  /** Its accounts, active or not. */
+  admins: number
+}
+
 export async function merchantExists(q: Queryable, id: string): Promise<boolean> {
   const { rows } = await q.query('SELECT 1 FROM merchants WHERE id = $1', [id])
   return rows.length > 0
@@ -9,4 +16,23 @@ export async function merchantExists(q: Queryable, id: string): Promise<boolean>
 export async function insertMerchant(q: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await q.query('INSERT INTO merchants (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [id])
   return rowCount > 0
+}
+
+/** Merchants by id, optionally those whose id starts with `prefix` (compared as is: `_` and `%` are plain characters). */
+export async function listMerchants(
+  q: Queryable,
+  prefix: string | undefined,
+  page: number,
+  pageSize: number,
+): Promise<{ items: MerchantSummary[]; total: number }> {
+  const { rows } = await q.query<MerchantSummary & { total: string }>(
+    `SELECT m.id AS merchant_id, m.created_at,
+            (SELECT count(*) FROM admin_accounts a WHERE a.merchant_id = m.id)::int AS admins,
+            count(*) OVER () AS total
+       FROM merchants m
+      WHERE $1::text IS NULL OR starts_with(m.id, $1::text)
+      ORDER BY m.id LIMIT $2 OFFSET $3`,
+    [prefix ?? null, pageSize, (page - 1) * pageSize],
+  )
+  return { items: rows.map(({ total: _total, ...item }) => item), total: Number(rows[0]?.total ?? 0) }
 }

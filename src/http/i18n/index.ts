@@ -17,6 +17,38 @@ export interface Localizer {
   negotiate(lang: string | undefined, acceptLanguage: string | undefined): string
   /** A translator fixed to one locale: safe to hold for a whole request, whatever other requests do. */
   translator(locale: string): Translate
+  /**
+   * A catalog entry with its label and group in the locale, where that
+   * locale's file translates them (`catalog.labels["obj:act"]`,
+   * `catalog.groups[group]`); else as declared in code. No other locale is
+   * fallen back to: an untranslated label stays as declared.
+   */
+  localiseCatalogEntry<T extends CatalogText>(locale: string, entry: T): T
+}
+
+/** What of a catalog entry is text for people. */
+export interface CatalogText {
+  obj: string
+  act: string
+  label: string
+  group_name: string
+}
+
+interface CatalogTranslations {
+  labels: Map<string, string>
+  groups: Map<string, string>
+}
+
+const textEntries = (value: unknown): Map<string, string> =>
+  new Map(
+    typeof value === 'object' && value !== null
+      ? Object.entries(value).filter((pair): pair is [string, string] => typeof pair[1] === 'string')
+      : [],
+  )
+
+function catalogTranslations(translation: Record<string, unknown>): CatalogTranslations {
+  const catalog = (translation.catalog ?? {}) as Record<string, unknown>
+  return { labels: textEntries(catalog.labels), groups: textEntries(catalog.groups) }
 }
 
 function readMessages(dir: string): Record<string, { translation: Record<string, unknown> }> {
@@ -42,6 +74,7 @@ export function createLocalizer(defaultLocale: string, dir = messagesDir): Local
     interpolation: { escapeValue: false },
   })
   const translators = new Map(locales.map((locale) => [locale, instance.getFixedT(locale)]))
+  const catalogs = new Map(Object.entries(resources).map(([locale, { translation }]) => [locale, catalogTranslations(translation)]))
 
   const supported = (tag: string): string | undefined => {
     const lower = tag.trim().toLowerCase()
@@ -68,5 +101,18 @@ export function createLocalizer(defaultLocale: string, dir = messagesDir): Local
     translator(locale) {
       return translators.get(locale) ?? (translators.get(fallback) as Translate)
     },
+    localiseCatalogEntry(locale, entry) {
+      const catalog = catalogs.get(locale)
+      if (catalog === undefined) return entry
+      const label = catalog.labels.get(`${entry.obj}:${entry.act}`)
+      const group = catalog.groups.get(entry.group_name)
+      if (label === undefined && group === undefined) return entry
+      return { ...entry, label: label ?? entry.label, group_name: group ?? entry.group_name }
+    },
   }
+}
+
+/** A permissions answer (a role's, a user's) with its entries' labels and groups in the locale. */
+export function localisedPermissions<T extends { permissions: CatalogText[] }>(localizer: Localizer, locale: string, result: T): T {
+  return { ...result, permissions: result.permissions.map((p) => localizer.localiseCatalogEntry(locale, p)) }
 }

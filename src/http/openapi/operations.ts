@@ -105,7 +105,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description: 'A non-root caller must hold everything the account holds there and everything the new sub-role holds there (not only until an override of its own expires); `super_admin` is neither given nor taken away this way.',
     returns: 'whether anything changed, the revision and the account',
     data: 'AccountChange',
-    errors: ['USER_NOT_FOUND', 'ROOT_ROLE_NOT_CHANGEABLE', 'PRIVILEGE_ESCALATION'],
+    errors: ['USER_NOT_FOUND', 'ROOT_ROLE_NOT_CHANGEABLE', 'PRIVILEGE_ESCALATION', 'SUB_ROLE_NOT_FOUND'],
     notes: { PRIVILEGE_ESCALATION: 'the account or the new sub-role holds a permission the caller lacks in the account\'s home domain' },
   },
   'POST /v2/admin/accounts/:userId/deactivate': {
@@ -130,7 +130,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description: 'Merchant callers always register into their own merchant. A non-root caller may only give the new account a sub-role whose permissions it holds itself.',
     returns: 'the new account and the revision',
     data: 'CreatedAccount',
-    errors: ['ROOT_ROLE_NOT_REGISTRABLE', 'PRIVILEGE_ESCALATION', 'MERCHANT_NOT_FOUND', 'EMAIL_TAKEN'],
+    errors: ['ROOT_ROLE_NOT_REGISTRABLE', 'PRIVILEGE_ESCALATION', 'MERCHANT_NOT_FOUND', 'EMAIL_TAKEN', 'SUB_ROLE_NOT_FOUND'],
     notes: {
       VALIDATION_FAILED: 'validation failed (a reserved `merchant_id` among them); `errors` names each field',
       PRIVILEGE_ESCALATION: 'the sub-role holds a permission the caller lacks in the new account\'s domain',
@@ -149,13 +149,42 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     },
   },
 
+  'GET /v2/admin/merchants': {
+    operationId: 'list-merchants',
+    summary: 'List merchants by id.',
+    description: '`q` keeps the merchants whose id starts with it. `admins` counts each merchant\'s accounts, active or not. Only system-owner callers get it.',
+    returns: 'one page of merchants and the total',
+    data: 'MerchantPage',
+    errors: [],
+    notes: { PRINCIPAL_TYPE_DENIED: 'merchant callers never get the list of merchants' },
+  },
+  'GET /v2/admin/sub-roles': {
+    operationId: 'list-sub-roles',
+    summary: 'List the sub-roles known in a domain, by code.',
+    description:
+      'Known in a domain: held by an account at home there, granted something there or in `global`, created there or in `global`, or root. `members` counts the active accounts at home in the domain holding it, `rules` its grants in the domain. The domain defaults to `global`; merchant callers always get their own merchant.',
+    returns: 'one page of sub-roles and the total',
+    data: 'SubRolePage',
+    errors: ['MERCHANT_NOT_FOUND'],
+  },
+  'POST /v2/admin/sub-roles': {
+    operationId: 'create-sub-role',
+    summary: 'Create a sub-role with a label.',
+    description:
+      'It is listed in the caller\'s home domain from then on. Without `SUB_ROLES_EXPLICIT=true` a sub-role is also created by the first grant, registration or sub-role change naming it (without a label).',
+    returns: 'the sub-role and the revision',
+    data: 'CreatedSubRole',
+    errors: ['SUB_ROLE_EXISTS'],
+    notes: { VALIDATION_FAILED: 'validation failed (`super_admin` among them); `errors` names each field' },
+  },
+
   'POST /v2/admin/permissions/roles/:subRoleCode/grant': {
     operationId: 'grant-role-permission',
     summary: 'Grant a permission to a sub-role in a domain.',
     description: 'The domain defaults to `global`; merchant callers always grant in their own merchant. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
     returns: 'whether anything changed (would change, on a dry run) and the revision',
     data: 'RolePermissionChange',
-    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
+    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION', 'SUB_ROLE_NOT_FOUND'],
   },
   'DELETE /v2/admin/permissions/roles/:subRoleCode/revoke': {
     operationId: 'revoke-role-permission',
@@ -243,6 +272,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     returns: 'one page of audit entries and the total',
     data: 'AuditPage',
     errors: [],
+  },
+
+  'GET /v2/admin/permissions/audit-log/verification': {
+    operationId: 'verify-audit-chain',
+    summary: "Check the audit trail's hash chain.",
+    description: 'Walks every row, as `npm run cli -- audit verify` does: `valid` is false when a row was edited, deleted or reordered, and `problem` says where. Only system-owner callers get it (the chain spans every merchant).',
+    returns: 'whether the chain holds, the rows walked and the first problem',
+    data: 'AuditVerification',
+    errors: [],
+    notes: { PRINCIPAL_TYPE_DENIED: 'merchant callers never walk the whole trail' },
   },
 
   'GET /v2/authz/verify': {

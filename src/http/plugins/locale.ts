@@ -3,6 +3,10 @@ import fp from 'fastify-plugin'
 import type { Localizer, Translate } from '../i18n/index.js'
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Catalog labels in a request's locale (routes that answer catalog entries). */
+    localizer: Localizer
+  }
   interface FastifyRequest {
     locale: string
     t: Translate
@@ -11,6 +15,7 @@ declare module 'fastify' {
 
 /** Picks each request's locale and gives it its own fixed translator (no shared mutable state). */
 const localePlugin: FastifyPluginAsync<{ localizer: Localizer }> = async (app, { localizer }) => {
+  app.decorate('localizer', localizer)
   app.decorateRequest('locale', '')
   app.decorateRequest('t', null as unknown as Translate)
   app.addHook('onRequest', (request, _reply, done) => {

@@ -8,6 +8,7 @@ import { getCatalog, getRolePermissions, getUserPermissions } from '../../comman
 import { revokeUserPermission, setUserPermission } from '../../commands/userOverrides.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
+import { localisedPermissions } from '../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Domain, Lang, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
 import {
@@ -87,7 +88,7 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
         response: responses(200, Type.Object({ items: Type.Array(CatalogItem) })),
       },
     },
-    async () => success({ items: getCatalog(ctx.engine) }),
+    async (request) => success({ items: getCatalog(ctx.engine).map((e) => app.localizer.localiseCatalogEntry(request.locale, e)) }),
   )
   app.get(
     '/v2/admin/permissions/roles/:subRoleCode',
@@ -102,7 +103,8 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
         response: responses(200, RolePermissionsData, [404]),
       },
     },
-    async (request) => success(await getRolePermissions(ctx, callerOf(request), request.params.subRoleCode, request.query.domain)),
+    async (request) =>
+      success(localisedPermissions(app.localizer, request.locale, await getRolePermissions(ctx, callerOf(request), request.params.subRoleCode, request.query.domain))),
   )
   app.get(
     '/v2/admin/permissions/users/:userId',
@@ -117,7 +119,8 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
         response: responses(200, UserPermissionsData, [404]),
       },
     },
-    async (request) => success(await getUserPermissions(ctx, callerOf(request), request.params.userId, request.query.domain)),
+    async (request) =>
+      success(localisedPermissions(app.localizer, request.locale, await getUserPermissions(ctx, callerOf(request), request.params.userId, request.query.domain))),
   )
 
   app.get(

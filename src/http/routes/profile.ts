@@ -6,6 +6,7 @@ import { changePassword } from '../../commands/passwords.js'
 import type { LoginLimits } from '../../domain/loginLimits.js'
 import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
+import { localisedPermissions } from '../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Account, CommandBody, Domain, Lang, Password, ReadQuery, bearer, responses } from '../schemas/common.js'
 import { UserPermissionsData } from '../schemas/permissions.js'
@@ -72,6 +73,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
         response: responses(200, UserPermissionsData, [404]),
       },
     },
-    async (request) => success(await getOwnPermissions(ctx, callerOf(request), request.query.domain)),
+    async (request) => success(localisedPermissions(app.localizer, request.locale, await getOwnPermissions(ctx, callerOf(request), request.query.domain))),
   )
 }

@@ -1,0 +1,231 @@
+// Accounts: the list, registration, sub-role changes, switching off and on; one user's permissions.
+import { html, useContext, useState } from './preact-htm.js'
+import { api, command } from './api.js'
+import { Ctx, DomainPicker, Notice, Pager, PairSelect, errorText, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
+
+/** Sub-role codes known in the caller's home domain, for the pickers (free text stays possible). */
+function SubRoleOptions({ id }) {
+  const { me, can, lang } = useContext(Ctx)
+  const [data] = useLoad(
+    () => (can('permission:read') ? api('GET', '/v2/admin/sub-roles', { query: { domain: homeDomain(me), page_size: 100 } }) : Promise.resolve(null)),
+    [lang],
+  )
+  return html`<datalist id=${id}>
+    ${(data?.items ?? []).filter((r) => !r.is_root).map((r) => html`<option value=${r.code}>${r.label ?? r.code}</option>`)}
+  </datalist>`
+}
+
+function RegisterForm({ onDone }) {
+  const { t, me } = useContext(Ctx)
+  const [submit, notice] = useFormAction(async (form) => {
+    const data = { email: form.get('email'), name: form.get('name'), password: form.get('password'), sub_role_code: form.get('sub_role_code') }
+    if (form.get('merchant_id')) data.merchant_id = form.get('merchant_id')
+    const account = await api('POST', '/v2/admin/register', { body: command('register-admin', data) })
+    onDone()
+    return t('registered', { email: account.email })
+  })
+  return html`<section aria-labelledby="register-heading">
+    <h3 id="register-heading">${t('register')}</h3>
+    <form onSubmit=${submit} class="grid">
+      <label for="reg-email">${t('email')}</label>
+      <input id="reg-email" name="email" type="email" required />
+      <label for="reg-name">${t('name')}</label>
+      <input id="reg-name" name="name" required />
+      <label for="reg-password">${t('password')}</label>
+      <input id="reg-password" name="password" type="password" autocomplete="new-password" minlength="8" required />
+      <label for="reg-sub-role">${t('subRole')}</label>
+      <input id="reg-sub-role" name="sub_role_code" list="sub-role-options" required />
+      ${me.principal_type === 'system_owner'
+        ? html`<label for="reg-merchant">${t('merchant')}</label><input id="reg-merchant" name="merchant_id" />`
+        : null}
+      <button type="submit">${t('register')}</button>
+    </form>
+    <${Notice} ...${notice} />
+  </section>`
+}
+
+function SubRoleChange({ account, onDone, onCancel }) {
+  const { t } = useContext(Ctx)
+  const [error, setError] = useState(null)
+  const submit = async (event) => {
+    event.preventDefault()
+    const code = new FormData(event.currentTarget).get('sub_role_code')
+    try {
+      await api('POST', `/v2/admin/accounts/${account.id}/sub-role`, { body: command('change-sub-role', { sub_role_code: code }) })
+      onDone(t('saved'))
+    } catch (e) {
+      setError(errorText(e))
+    }
+  }
+  return html`<form onSubmit=${submit} class="panel">
+    <label for="new-sub-role">${t('newSubRoleFor', { email: account.email })}</label>
+    <input id="new-sub-role" name="sub_role_code" list="sub-role-options" value=${account.sub_role_code} required />
+    <button type="submit">${t('apply')}</button>
+    <button type="button" onClick=${onCancel}>${t('cancel')}</button>
+    <${Notice} error=${error} />
+  </form>`
+}
+
+export function AccountsScreen() {
+  const { t, me, can, lang } = useContext(Ctx)
+  const [filters, setFilters] = useState({ page: 1 })
+  const [editing, setEditing] = useState(null)
+  const [notice, setNotice] = useState({})
+  const [page, error, reload] = useLoad(() => api('GET', '/v2/admin/accounts', { query: filters }), [JSON.stringify(filters), lang])
+  const applyFilters = (event) => {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget)
+    setFilters({ q: form.get('q'), status: form.get('status'), sub_role_code: form.get('sub_role_code'), merchant_id: form.get('merchant_id') ?? undefined, page: 1 })
+  }
+  const switchAccount = async (account, path, name) => {
+    try {
+      await api('POST', `/v2/admin/accounts/${account.id}/${path}`, { body: command(name, {}) })
+      setNotice({ status: t('saved') })
+      reload()
+    } catch (e) {
+      setNotice({ error: errorText(e) })
+    }
+  }
+  const manage = can('admin:manage')
+  return html`<section>
+    <h2>${t('accounts')}</h2>
+    <${SubRoleOptions} id="sub-role-options" />
+    <form onSubmit=${applyFilters} class="filters" aria-label=${t('filter')}>
+      <label for="f-q">${t('search')}</label>
+      <input id="f-q" name="q" />
+      <label for="f-status">${t('status')}</label>
+      <select id="f-status" name="status">
+        <option value="">${t('any')}</option>
+        <option value="active">${t('active')}</option>
+        <option value="deactivated">${t('deactivated')}</option>
+      </select>
+      <label for="f-sub-role">${t('subRole')}</label>
+      <input id="f-sub-role" name="sub_role_code" list="sub-role-options" />
+      ${me.principal_type === 'system_owner' ? html`<label for="f-merchant">${t('merchant')}</label><input id="f-merchant" name="merchant_id" />` : null}
+      <button type="submit">${t('filter')}</button>
+    </form>
+    <${Notice} error=${error} />
+    <${Notice} ...${notice} />
+    ${editing
+      ? html`<${SubRoleChange}
+          account=${editing}
+          onCancel=${() => setEditing(null)}
+          onDone=${(status) => {
+            setEditing(null)
+            setNotice({ status })
+            reload()
+          }}
+        />`
+      : null}
+    ${page && page.items.length === 0 ? html`<p>${t('nothing')}</p>` : null}
+    ${page && page.items.length > 0
+      ? html`<table>
+          <thead>
+            <tr><th>${t('email')}</th><th>${t('name')}</th><th>${t('merchant')}</th><th>${t('subRole')}</th><th>${t('status')}</th><th>${t('actions')}</th></tr>
+          </thead>
+          <tbody>
+            ${page.items.map(
+              (a) => html`<tr key=${a.id}>
+                <td><a href=${`#/users/${a.id}`}>${a.email}</a></td>
+                <td>${a.name}</td>
+                <td>${a.merchant_id ?? 'global'}</td>
+                <td>${a.sub_role_code}</td>
+                <td>${t(a.status)}</td>
+                <td class="actions">
+                  ${manage && a.sub_role_code !== 'super_admin'
+                    ? html`<button type="button" aria-label=${`${t('changeSubRole')}: ${a.email}`} onClick=${() => setEditing(a)}>${t('changeSubRole')}</button>`
+                    : null}
+                  ${manage && a.id !== me.id && a.status === 'active'
+                    ? html`<button type="button" aria-label=${`${t('deactivate')}: ${a.email}`} onClick=${() => switchAccount(a, 'deactivate', 'deactivate-admin')}>${t('deactivate')}</button>`
+                    : null}
+                  ${manage && a.status === 'deactivated'
+                    ? html`<button type="button" aria-label=${`${t('reactivate')}: ${a.email}`} onClick=${() => switchAccount(a, 'reactivate', 'reactivate-admin')}>${t('reactivate')}</button>`
+                    : null}
+                </td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+      : null}
+    <${Pager} page=${page} onPage=${(p) => setFilters({ ...filters, page: p })} />
+    ${can('admin:register') ? html`<${RegisterForm} onDone=${reload} />` : null}
+  </section>`
+}
+
+function OverrideForm({ user, domain, catalog, onDone }) {
+  const { t, me } = useContext(Ctx)
+  const [pair, setPair] = useState('')
+  const [submit, notice] = useFormAction(async (form) => {
+    const effect = form.get('effect')
+    const data = { ...splitPair(pair) }
+    if (me.principal_type === 'system_owner') data.domain = domain
+    const expires = form.get('expires_at')
+    if (effect !== 'revoke' && expires) data.expires_at = new Date(expires).toISOString()
+    const names = { grant: ['POST', 'grant', 'grant-user-permission'], deny: ['POST', 'deny', 'deny-user-permission'], revoke: ['DELETE', 'revoke', 'revoke-user-permission'] }
+    const [method, path, name] = names[effect]
+    await api(method, `/v2/admin/permissions/users/${user.id}/${path}`, { body: command(name, data) })
+    onDone()
+    return t('saved')
+  })
+  return html`<section aria-labelledby="overrides-heading">
+    <h3 id="overrides-heading">${t('overrides')}</h3>
+    <form onSubmit=${submit} class="grid">
+      <label for="ov-pair">${t('permission')}</label>
+      <${PairSelect} id="ov-pair" catalog=${catalog} value=${pair} onChange=${setPair} />
+      <label for="ov-effect">${t('effect')}</label>
+      <select id="ov-effect" name="effect">
+        <option value="grant">${t('grant')}</option>
+        <option value="deny">${t('deny')}</option>
+        <option value="revoke">${t('revoke')}</option>
+      </select>
+      <label for="ov-expires">${t('expiresAt')}</label>
+      <input id="ov-expires" name="expires_at" type="datetime-local" />
+      <button type="submit">${t('apply')}</button>
+    </form>
+    <${Notice} ...${notice} />
+  </section>`
+}
+
+export function UserScreen({ userId }) {
+  const { t, me, can, lang } = useContext(Ctx)
+  const catalog = useCatalog()
+  const [account, accountError] = useLoad(() => api('GET', `/v2/admin/accounts/${userId}`), [userId, lang])
+  const [domain, setDomain] = useState(null)
+  const shownDomain = domain ?? (account ? homeDomain(account) : null)
+  const [view, viewError, reload] = useLoad(async () => {
+    if (shownDomain === null || catalog === null) return null
+    const query = me.principal_type === 'system_owner' ? { domain: shownDomain } : {}
+    const effective = await api('GET', `/v2/admin/permissions/users/${userId}`, { query })
+    const checks = catalog.map((e) => ({ obj: e.obj, act: e.act, ...(me.principal_type === 'system_owner' ? { domain: shownDomain } : {}) }))
+    const explained = checks.length === 0 ? { results: [] } : await api('POST', '/v2/authz/check-batch', { body: command('check-batch', { user_id: userId, explain: true, checks }) })
+    return { effective, explained: explained.results }
+  }, [userId, shownDomain, catalog === null, lang])
+  if (accountError) return html`<${Notice} error=${accountError} />`
+  if (!account || !view) return html`<p>${t('loading')}</p>`
+  const byPair = new Map(view.effective.permissions.map((p) => [`${p.obj}:${p.act}`, p]))
+  return html`<section>
+    <p><a href="#/accounts">${t('back')}</a></p>
+    <h2>${account.email}</h2>
+    <p>${account.name} · ${account.merchant_id ?? 'global'} · ${account.sub_role_code} · ${t(account.status)}</p>
+    <${DomainPicker} id="user-domain" value=${shownDomain} onChange=${setDomain} />
+    <${Notice} error=${viewError} />
+    <h3>${t('effective', { domain: view.effective.domain })}</h3>
+    <table>
+      <thead><tr><th>${t('permission')}</th><th>${t('allowed')}</th><th>${t('why')}</th><th>${t('expires')}</th></tr></thead>
+      <tbody>
+        ${catalog.map((entry, i) => {
+          const key = `${entry.obj}:${entry.act}`
+          const result = view.explained[i]
+          const held = byPair.get(key)
+          return html`<tr key=${key} data-pair=${key}>
+            <td>${entry.label} <code>${key}</code></td>
+            <td>${result?.allowed ? t('yes') : t('no')}</td>
+            <td>${result?.reason ? t(`reason_${result.reason.kind}`) : ''}${result?.reason?.rule ? html` <code>${result.reason.rule.join(', ')}</code>` : null}</td>
+            <td>${held?.expires_at ? new Date(held.expires_at).toLocaleString(lang) : ''}</td>
+          </tr>`
+        })}
+      </tbody>
+    </table>
+    ${can('permission:assign') ? html`<${OverrideForm} user=${account} domain=${shownDomain} catalog=${catalog} onDone=${reload} />` : null}
+  </section>`
+}

@@ -1,0 +1,162 @@
+// The admin console: Preact components written with htm's tagged templates,
+// so the browser runs this file as it is (no build step).
+import { html, render, useContext, useEffect, useState } from './preact-htm.js'
+import { ApiError, api, session, setApiLanguage } from './api.js'
+import { browserLanguage, translator } from './i18n.js'
+import { Ctx, LanguageSwitch, Notice, errorText, useFormAction } from './ui.js'
+import { AccountsScreen, UserScreen } from './accounts.js'
+import { SubRolesScreen } from './subRoles.js'
+import { AuditScreen, MerchantsScreen, ReviewScreen } from './lists.js'
+
+const LANGUAGE_KEY = 'aps.console.language'
+
+/** `#/users/<id>` → ['users', '<id>']. */
+const readRoute = () => location.hash.replace(/^#\/?/, '').split('/').filter((s) => s !== '')
+
+function SignIn({ onSignedIn }) {
+  const { t } = useContext(Ctx)
+  const [error, setError] = useState(null)
+  const submit = async (event) => {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget)
+    try {
+      const data = await api('POST', '/v2/auth/login', { body: { command: 'login', data: { email: form.get('email'), password: form.get('password') } } })
+      session.token = data.access_token
+      setError(null)
+      await onSignedIn()
+    } catch (e) {
+      setError(errorText(e))
+    }
+  }
+  return html`<main class="sign-in">
+    <h1>${t('title')}</h1>
+    <${LanguageSwitch} />
+    <form onSubmit=${submit} aria-label=${t('signIn')}>
+      <label for="login-email">${t('email')}</label>
+      <input id="login-email" name="email" type="email" autocomplete="username" required />
+      <label for="login-password">${t('password')}</label>
+      <input id="login-password" name="password" type="password" autocomplete="current-password" required />
+      <button type="submit">${t('signIn')}</button>
+      <${Notice} error=${error} />
+    </form>
+  </main>`
+}
+
+function PasswordScreen({ onChanged }) {
+  const { t } = useContext(Ctx)
+  const [submit, notice] = useFormAction(async (form) => {
+    const data = await api('POST', '/v2/profile/password', {
+      body: { command: 'change-password', data: { current_password: form.get('current'), new_password: form.get('next') } },
+    })
+    // Tokens issued before the change are refused from now on: keep the fresh one.
+    if (data?.access_token) session.token = data.access_token
+    onChanged()
+    return t('passwordChanged')
+  })
+  return html`<section>
+    <h2>${t('changePassword')}</h2>
+    <form onSubmit=${submit} class="stack">
+      <label for="pw-current">${t('currentPassword')}</label>
+      <input id="pw-current" name="current" type="password" autocomplete="current-password" required />
+      <label for="pw-next">${t('newPassword')}</label>
+      <input id="pw-next" name="next" type="password" autocomplete="new-password" minlength="8" required />
+      <button type="submit">${t('changePassword')}</button>
+    </form>
+    <${Notice} ...${notice} />
+  </section>`
+}
+
+function Shell({ route, onSignOut, reloadMe }) {
+  const { t, me, can } = useContext(Ctx)
+  const sections = [
+    ['accounts', t('accounts'), can('admin:read')],
+    ['sub-roles', t('subRoles'), can('permission:read')],
+    ['review', t('review'), can('permission:read')],
+    ['audit', t('audit'), can('permission:read')],
+    ['merchants', t('merchants'), me.principal_type === 'system_owner' && can('merchant:onboard')],
+  ].filter(([, , shown]) => shown)
+  // A section the admin may not open (a typed or old link) shows its first one instead.
+  const fallback = sections[0]?.[0] ?? 'password'
+  const [asked = fallback, id] = route
+  const first = ['users', 'password'].includes(asked) || sections.some(([key]) => key === asked) ? asked : fallback
+  let screen
+  if (first === 'accounts') screen = html`<${AccountsScreen} />`
+  else if (first === 'users' && id) screen = html`<${UserScreen} userId=${id} />`
+  else if (first === 'sub-roles') screen = html`<${SubRolesScreen} />`
+  else if (first === 'review') screen = html`<${ReviewScreen} />`
+  else if (first === 'audit') screen = html`<${AuditScreen} />`
+  else if (first === 'merchants') screen = html`<${MerchantsScreen} />`
+  else screen = html`<${PasswordScreen} onChanged=${reloadMe} />`
+  return html`<div class="shell">
+    <header>
+      <h1>${t('title')}</h1>
+      <p class="who">${t('signedInAs', { email: me.email })}${me.merchant_id ? ` · ${me.merchant_id}` : ''} · ${me.sub_role_code}</p>
+      <${LanguageSwitch} />
+      <a href="#/password">${t('changePassword')}</a>
+      <button type="button" onClick=${onSignOut}>${t('signOut')}</button>
+    </header>
+    <nav aria-label=${t('nav')}>
+      <ul>
+        ${sections.map(([key, name]) => html`<li><a href=${`#/${key}`} aria-current=${first === key ? 'page' : undefined}>${name}</a></li>`)}
+      </ul>
+    </nav>
+    <main key=${route.join('/')}>${screen}</main>
+  </div>`
+}
+
+function App() {
+  const [lang, setLangState] = useState(() => sessionStorage.getItem(LANGUAGE_KEY) ?? browserLanguage())
+  const [me, setMe] = useState(null)
+  const [held, setHeld] = useState(new Set())
+  const [ready, setReady] = useState(false)
+  const [route, setRoute] = useState(readRoute())
+  setApiLanguage(lang)
+  const t = translator(lang)
+
+  const loadMe = async () => {
+    if (session.token === null) {
+      setMe(null)
+      setReady(true)
+      return
+    }
+    try {
+      const [account, permissions] = await Promise.all([api('GET', '/v2/profile'), api('GET', '/v2/profile/permissions')])
+      setMe(account)
+      setHeld(new Set(permissions.is_root ? ['*'] : permissions.permissions.map((p) => `${p.obj}:${p.act}`)))
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) session.token = null
+      setMe(null)
+    }
+    setReady(true)
+  }
+  useEffect(() => {
+    void loadMe()
+    const onHash = () => setRoute(readRoute())
+    addEventListener('hashchange', onHash)
+    return () => removeEventListener('hashchange', onHash)
+  }, [])
+  useEffect(() => {
+    document.documentElement.lang = lang
+    document.title = t('title')
+  }, [lang])
+
+  const setLang = (value) => {
+    sessionStorage.setItem(LANGUAGE_KEY, value)
+    setLangState(value)
+  }
+  const signOut = () => {
+    session.token = null
+    setMe(null)
+    location.hash = ''
+  }
+  const can = (permission) => held.has('*') || held.has(permission)
+  const value = { t, lang, setLang, me, can }
+  if (!ready) return html`<p>${t('loading')}</p>`
+  return html`<${Ctx.Provider} value=${value}>
+    ${me === null ? html`<${SignIn} onSignedIn=${loadMe} />` : html`<${Shell} route=${route} onSignOut=${signOut} reloadMe=${loadMe} />`}
+  </${Ctx.Provider}>`
+}
+
+const root = document.getElementById('root')
+root.textContent = ''
+render(html`<${App} />`, root)

@@ -1,0 +1,84 @@
+import { ServiceError } from '../domain/errors.js'
+import { ROOT_SUB_ROLE, homeDomain } from '../domain/principals.js'
+import { roleDomain } from '../domain/tenancy.js'
+import { insertSubRole, listDomainSubRoles, subRoleExists, type SubRoleSummary } from '../storage/subRoles.js'
+import { actorOf, type Caller, type CommandContext } from './context.js'
+import { DEFAULT_PAGE_SIZE } from './getAuditLog.js'
+import { assertDomainExists } from './permissionContext.js'
+
+export interface SubRoleQuery {
+  domain?: string | undefined
+  page?: number | undefined
+  page_size?: number | undefined
+}
+
+export interface SubRolePage {
+  items: SubRoleSummary[]
+  page: number
+  page_size: number
+  total: number
+}
+
+/** list-sub-roles: the sub-roles known in a domain (`global` by default; a merchant caller's own merchant, always). */
+export async function listSubRoles(ctx: Pick<CommandContext, 'db'>, caller: Caller, query: SubRoleQuery): Promise<SubRolePage> {
+  const domain = roleDomain(caller.account, query.domain)
+  await assertDomainExists(ctx.db, domain)
+  const page = query.page ?? 1
+  const pageSize = query.page_size ?? DEFAULT_PAGE_SIZE
+  const { items, total } = await listDomainSubRoles(ctx.db, domain, page, pageSize)
+  return { items, page, page_size: pageSize, total }
+}
+
+export interface CreateSubRoleInput {
+  code: string
+  label: string
+}
+
+export interface CreatedSubRole {
+  code: string
+  label: string
+  is_root: false
+  revision: number
+}
+
+/**
+ * create-sub-role: a sub-role with a label, listed in the caller's home
+ * domain from then on. The row, its audit entry and its change go in one
+ * transaction; other replicas learn it from the change feed.
+ */
+export async function createSubRole(ctx: CommandContext, caller: Caller, input: CreateSubRoleInput): Promise<CreatedSubRole> {
+  // The root sub-role exists from the start and is never made again, whatever the label.
+  if (input.code === ROOT_SUB_ROLE) throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'code', message: 'reserved' }])
+  const domain = homeDomain(caller.account)
+  const outcome = await ctx.writes.run(async (tx) => {
+    if (!(await insertSubRole(tx, input.code, input.label, domain))) throw new ServiceError('SUB_ROLE_EXISTS', { sub_role_code: input.code })
+    return {
+      changed: true,
+      audit: [
+        {
+          action: 'sub_role_created' as const,
+          target_type: 'role' as const,
+          target_id: input.code,
+          obj: null,
+          act: null,
+          domain,
+          merchant_id: caller.account.principal_type === 'merchant' ? caller.account.merchant_id : null,
+          actor: actorOf(caller),
+        },
+      ],
+      changes: [{ kind: 'sub_role' as const, code: input.code, is_root: false }],
+      result: null,
+    }
+  })
+  return { code: input.code, label: input.label, is_root: false, revision: outcome.revision }
+}
+
+/**
+ * With SUB_ROLES_EXPLICIT a grant, registration or sub-role change must name a
+ * sub-role that was created; otherwise any code is created on first use.
+ * Sub-roles are never removed, so asking before the write's transaction is safe.
+ */
+export async function assertSubRoleKnown(ctx: Pick<CommandContext, 'db' | 'subRolesExplicit'>, code: string): Promise<void> {
+  if (ctx.subRolesExplicit !== true) return
+  if (!(await subRoleExists(ctx.db, code))) throw new ServiceError('SUB_ROLE_NOT_FOUND', { sub_role_code: code })
+}

@@ -1,0 +1,30 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { CommandContext } from '../../commands/context.js'
+import { listMerchants } from '../../commands/listMerchants.js'
+import { routePermissions } from '../../domain/permissions.js'
+import { success } from '../envelope.js'
+import { callerOf } from '../plugins/authentication.js'
+import { Paging, PlainText, ReadQuery, bearer, responses } from '../schemas/common.js'
+
+const MerchantItem = Type.Object({ merchant_id: Type.String(), created_at: Type.String({ format: 'date-time' }), admins: Type.Integer() })
+
+const MerchantsQuery = ReadQuery({ q: Type.Optional(PlainText(1, 64)), ...Paging })
+
+/** The merchant list of platform staff (onboarding is in accounts.ts). */
+export const merchantRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
+  app.get(
+    '/v2/admin/merchants',
+    {
+      config: { permission: routePermissions.merchantOnboard, principalTypes: ['system_owner'] },
+      schema: {
+        tags: ['accounts'],
+        summary: 'list-merchants: by id, filtered by an id prefix',
+        security: bearer,
+        querystring: MerchantsQuery,
+        response: responses(200, Type.Object({ items: Type.Array(MerchantItem), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() })),
+      },
+    },
+    async (request) => success(await listMerchants(ctx, callerOf(request), request.query)),
+  )
+}

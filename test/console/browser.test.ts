@@ -1,0 +1,258 @@
+import t from 'tap'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { BrowserContext, Page } from 'playwright-core'
+import { chromium } from 'playwright-core'
+import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
+import { processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
+
+/**
+ * The admin console in headless Chromium against a running service: each
+ * screen driven as an admin would, the API's state read after each action.
+ * `UPDATE_CONSOLE_SCREENSHOTS=1` writes the README's screenshots to docs/console/.
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const STEP_MS = 15_000
+
+const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}: .ci/run installs the Debian package (CHROMIUM_PATH names another)`
+
+t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
+  const db = await processDatabase(t)
+  const server = await startServer(t, {
+    env: { DATABASE_URL: db.url, JWT_SECRET: TEST_SECRET, BOOTSTRAP_ADMIN_EMAIL: ROOT_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: ROOT_PASSWORD, LOG_LEVEL: 'warn' },
+    name: 'console server',
+  })
+  const shots = process.env.UPDATE_CONSOLE_SCREENSHOTS === '1' ? join(repositoryRoot, 'docs', 'console') : tempDir(t, 'aps-shots-')
+  mkdirSync(shots, { recursive: true })
+
+  // The API as a test client sees it, to check what each action left behind.
+  const apiCall = async (method: string, path: string, token: string | null, body?: unknown) => {
+    const response = await fetch(`${server.base}${path}`, {
+      method,
+      headers: { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    })
+    return { status: response.status, json: (await response.json()) as { data: Record<string, unknown> & { items: Array<Record<string, unknown>> } } }
+  }
+  const login = async (email: string, password: string) => (await apiCall('POST', '/v2/auth/login', null, { command: 'login', data: { email, password } })).json.data.access_token as string
+  const rootToken = await login(ROOT_EMAIL, ROOT_PASSWORD)
+  const get = async (path: string, token = rootToken) => (await apiCall('GET', path, token)).json.data
+
+  const context: BrowserContext = await chromium.launchPersistentContext(tempDir(t, 'aps-chromium-'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1100, height: 720 },
+    locale: 'en-US',
+  })
+  t.teardown(() => context.close())
+  context.setDefaultTimeout(STEP_MS)
+  const page: Page = context.pages()[0] ?? (await context.newPage())
+  const requests: string[] = []
+  page.on('request', (request) => requests.push(request.url()))
+  const failures: string[] = []
+  page.on('pageerror', (error) => failures.push(error.message))
+  page.on('console', (message) => {
+    // The browser reports CSP refusals on the console: none may happen.
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) failures.push(message.text())
+  })
+
+  const signIn = async (email: string, password: string) => {
+    await page.goto(`${server.base}/console/`)
+    await page.getByLabel('E-mail').fill(email)
+    await page.getByLabel('Password').fill(password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign out' }).waitFor()
+  }
+  const open = async (section: string) => {
+    await page.getByRole('navigation').getByRole('link', { name: section }).click()
+    await page.getByRole('heading', { level: 2, name: section }).waitFor()
+  }
+  const status = (text: string | RegExp) => page.getByRole('status').filter({ hasText: text }).waitFor()
+
+  await t.test('sign in; the token stays in sessionStorage', async (t) => {
+    const index = await fetch(`${server.base}/console/`)
+    t.match(index.headers.get('content-security-policy'), /script-src 'self'(;|$)/, 'CSP: scripts from this origin only')
+    t.notMatch(index.headers.get('content-security-policy'), /unsafe-inline/)
+    await signIn(ROOT_EMAIL, ROOT_PASSWORD)
+    t.ok(await page.getByRole('heading', { level: 2, name: 'Accounts' }).isVisible(), 'the accounts screen opens')
+    const stored = await page.evaluate(() => ({ session: Object.keys(sessionStorage), local: Object.keys(localStorage), cookie: document.cookie }))
+    t.same(stored.local, [], 'nothing in localStorage')
+    t.equal(stored.cookie, '', 'no cookie')
+    t.ok(stored.session.includes('aps.console.token'), 'the token is in sessionStorage')
+  })
+
+  await t.test('merchants: onboard two', async (t) => {
+    await open('Merchants')
+    for (const id of ['shop-a', 'shop-b']) {
+      await page.getByLabel('Merchant id').fill(id)
+      await page.getByLabel('E-mail').fill(`owner@${id}.example`)
+      await page.getByLabel('Name').fill(`Owner ${id}`)
+      await page.getByLabel('Password').fill('owner-pass-123')
+      await page.getByRole('button', { name: 'Onboard a merchant' }).click()
+      await status(`Onboarded ${id}.`)
+    }
+    await page.getByRole('cell', { name: 'shop-b', exact: true }).waitFor()
+    const merchants = await get('/v2/admin/merchants')
+    t.same(merchants.items.map((m) => m.merchant_id), ['shop-a', 'shop-b'], 'the API lists both')
+    await page.screenshot({ path: join(shots, 'merchants.png') })
+  })
+
+  await t.test('sub-roles: create one with a label', async (t) => {
+    await open('Sub-roles')
+    await page.getByLabel('Code').fill('clerk')
+    await page.getByLabel('Label').fill('Shop clerk')
+    await page.getByRole('button', { name: 'Create a sub-role' }).click()
+    await status('Created clerk.')
+    await page.getByRole('cell', { name: 'Shop clerk' }).waitFor()
+    const roles = await get('/v2/admin/sub-roles')
+    t.match(roles.items.find((r) => r.code === 'clerk'), { label: 'Shop clerk', members: 0 }, 'the API lists it with its label')
+  })
+
+  let clerkId = ''
+  await t.test('accounts: register, change sub-role, deactivate, reactivate', async (t) => {
+    await open('Accounts')
+    for (const email of ['clerk1@shop-a.example', 'clerk2@shop-a.example']) {
+      await page.getByLabel('E-mail', { exact: true }).fill(email)
+      await page.getByLabel('Name', { exact: true }).fill(email.split('@')[0] ?? email)
+      await page.getByLabel('Password', { exact: true }).fill('clerk-pass-123')
+      await page.getByLabel('Sub-role', { exact: true }).last().fill('clerk')
+      await page.getByLabel('Merchant', { exact: true }).last().fill('shop-a')
+      await page.getByRole('button', { name: 'Register an administrator' }).click()
+      await status(`Registered ${email}.`)
+    }
+    const listed = await get('/v2/admin/accounts?merchant_id=shop-a&sub_role_code=clerk')
+    t.equal(listed.total, 2, 'the API has both clerks')
+    clerkId = String(listed.items.find((a) => a.email === 'clerk1@shop-a.example')?.id)
+    const clerk2 = String(listed.items.find((a) => a.email === 'clerk2@shop-a.example')?.id)
+
+    await page.getByRole('button', { name: 'Change sub-role: clerk2@shop-a.example' }).click()
+    await page.getByLabel('New sub-role for clerk2@shop-a.example').fill('packer')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await status('Saved.')
+    t.equal((await get(`/v2/admin/accounts/${clerk2}`)).sub_role_code, 'packer', 'the API moved clerk2')
+
+    await page.getByRole('button', { name: 'Deactivate: clerk2@shop-a.example' }).click()
+    await page.getByRole('button', { name: 'Reactivate: clerk2@shop-a.example' }).waitFor()
+    t.equal((await get(`/v2/admin/accounts/${clerk2}`)).status, 'deactivated', 'the API switched it off')
+    await page.getByRole('button', { name: 'Reactivate: clerk2@shop-a.example' }).click()
+    await page.getByRole('button', { name: 'Deactivate: clerk2@shop-a.example' }).waitFor()
+    t.equal((await get(`/v2/admin/accounts/${clerk2}`)).status, 'active', 'and on again')
+
+    await page.getByLabel('Search (e-mail or name)').fill('clerk1')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByText('Page 1 of 1 (1 in all)').waitFor()
+    t.equal(await page.getByRole('link', { name: 'clerk2@shop-a.example' }).count(), 0, 'the filter applies')
+    await page.screenshot({ path: join(shots, 'accounts.png') })
+  })
+
+  await t.test('permission matrix: a grant previewed, then saved', async (t) => {
+    await open('Sub-roles')
+    await page.getByLabel('Domain').selectOption('shop-a')
+    await page.getByRole('button', { name: 'Permissions: clerk' }).click()
+    await page.getByRole('heading', { name: 'Permissions of clerk in shop-a' }).waitFor()
+    await page.getByLabel(/Refund orders/).check()
+    await page.getByText('1 users gain orders:refund').waitFor()
+    const before = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
+    t.same(before.permissions, [], 'the dry run wrote nothing')
+    await page.screenshot({ path: join(shots, 'permission-matrix.png') })
+    await page.getByRole('button', { name: 'Save' }).click()
+    await status('Saved.')
+    const after = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
+    t.match(after.permissions, [{ obj: 'orders', act: 'refund', domain: 'shop-a' }], 'the API has the grant')
+    t.ok(await page.getByLabel(/Refund orders/).isChecked(), 'the matrix shows it')
+  })
+
+  await t.test('a user: effective permissions with why, an override with expiry', async (t) => {
+    await page.goto(`${server.base}/console/#/users/${clerkId}`)
+    await page.getByRole('heading', { name: 'clerk1@shop-a.example' }).waitFor()
+    const refund = page.locator('tr[data-pair="orders:refund"]')
+    await refund.getByText('granted to the sub-role').waitFor()
+    await page.getByLabel('Permission', { exact: true }).selectOption('orders:cancel')
+    await page.getByLabel('Change').selectOption('grant')
+    await page.getByLabel('Expires at (optional)').fill('2099-01-31T18:00')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await status('Saved.')
+    await page.locator('tr[data-pair="orders:cancel"]').getByText('allow override').waitFor()
+    const effective = await get(`/v2/admin/permissions/users/${clerkId}`)
+    const cancel = (effective.permissions as Array<Record<string, unknown>>).find((p) => p.act === 'cancel')
+    t.match(cancel, { source: 'user', obj: 'orders' }, 'the API has the allow override')
+    t.match(String(cancel?.expires_at), /^2099-01-3/, 'with its expiry')
+    await page.evaluate(() => window.scrollTo(0, 0))
+  await page.screenshot({ path: join(shots, 'user.png') })
+
+    await page.getByLabel('Permission', { exact: true }).selectOption('orders:cancel')
+    await page.getByLabel('Change').selectOption('revoke')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.locator('tr[data-pair="orders:cancel"]').getByText('nothing grants it').waitFor()
+    const revoked = await get(`/v2/admin/permissions/users/${clerkId}`)
+    t.notOk((revoked.permissions as Array<Record<string, unknown>>).some((p) => p.act === 'cancel'), 'the API removed the override')
+  })
+
+  await t.test('access review and the audit trail', async (t) => {
+    await open('Access review')
+    await page.getByLabel('Permission').selectOption('orders:refund')
+    await page.getByLabel('Domain').selectOption('shop-a')
+    await page.getByRole('button', { name: 'Show' }).click()
+    await page.getByRole('link', { name: 'clerk1@shop-a.example' }).waitFor()
+    const holders = await get('/v2/admin/permissions/holders?obj=orders&act=refund&domain=shop-a')
+    t.ok(holders.items.some((h) => h.email === 'clerk1@shop-a.example'), 'the API agrees')
+
+    await open('Audit trail')
+    await page.getByText(/Audit chain verified: \d+ entries/).waitFor()
+    await page.getByLabel('Action').fill('sub_role_created')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByText('Page 1 of 1 (1 in all)').waitFor()
+    t.ok(await page.getByRole('cell', { name: 'role clerk' }).isVisible(), 'the creation is in the trail')
+    await page.screenshot({ path: join(shots, 'audit.png') })
+  })
+
+  await t.test('Spanish, and a refusal from the API shown localised', async (t) => {
+    await page.getByLabel('Language').selectOption('es')
+    await page.getByRole('link', { name: 'Subroles' }).click()
+    await page.getByRole('heading', { level: 2, name: 'Subroles' }).waitFor()
+    await page.getByLabel('Código').fill('clerk')
+    await page.getByLabel('Etiqueta').fill('Otra')
+    await page.getByRole('button', { name: 'Crear un subrol' }).click()
+    await page.getByRole('alert').filter({ hasText: 'Ya existe un subrol con el código clerk.' }).waitFor()
+    await page.getByLabel('Dominio').selectOption('shop-a')
+    await page.getByRole('button', { name: 'Permisos: clerk' }).click()
+    await page.getByLabel(/Reembolsar pedidos/).waitFor()
+    t.ok(await page.getByRole('group', { name: 'Pedidos' }).isVisible(), 'catalog groups in Spanish, from the API')
+    await page.screenshot({ path: join(shots, 'sub-roles-es.png') })
+    await page.getByLabel('Idioma').selectOption('en')
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByRole('button', { name: 'Sign in' }).waitFor()
+    t.equal(await page.evaluate(() => sessionStorage.getItem('aps.console.token')), null, 'signing out forgets the token')
+  })
+
+  await t.test('a merchant admin sees its merchant only', async (t) => {
+    await signIn('owner@shop-a.example', 'owner-pass-123')
+    const nav = page.getByRole('navigation')
+    t.equal(await nav.getByRole('link', { name: 'Merchants' }).count(), 0, 'no merchants section')
+    await page.getByText('Page 1 of 1 (3 in all)').waitFor()
+    t.equal(await page.getByText('owner@shop-b.example').count(), 0, "shop-b's owner is not listed")
+    t.equal(await page.getByLabel('Merchant', { exact: true }).count(), 0, 'no merchant filter or field')
+    await page.goto(`${server.base}/console/#/merchants`)
+    await page.getByRole('heading', { level: 2, name: 'Accounts' }).waitFor()
+    t.equal(await page.getByText('shop-b').count(), 0, 'a link to the merchants shows its accounts instead')
+    await open('Sub-roles')
+    t.equal(await page.getByLabel('Domain').count(), 0, 'no domain picker')
+    const ownerToken = await login('owner@shop-a.example', 'owner-pass-123')
+    t.equal((await apiCall('GET', '/v2/admin/merchants', ownerToken)).status, 403, 'the API refuses it the merchant list')
+
+    await page.getByRole('link', { name: 'Change password' }).click()
+    await page.getByLabel('Current password').fill('owner-pass-123')
+    await page.getByLabel('New password').fill('owner-pass-456')
+    await page.getByRole('button', { name: 'Change password' }).click()
+    await status('Password changed.')
+    t.equal((await apiCall('POST', '/v2/auth/login', null, { command: 'login', data: { email: 'owner@shop-a.example', password: 'owner-pass-456' } })).status, 200, 'the new password works')
+    await open('Accounts')
+    await t.resolves(page.getByRole('link', { name: 'clerk1@shop-a.example' }).waitFor(), 'the console keeps working on the fresh token')
+  })
+
+  t.same(failures, [], 'no script error, no CSP refusal')
+  const origin = new URL(server.base).origin
+  t.same(requests.filter((url) => new URL(url).origin !== origin), [], 'no request to another origin')
+})
