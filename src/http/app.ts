@@ -11,6 +11,7 @@ import { ServiceError } from '../domain/errors.js'
 import { RouteMap } from '../domain/routeMap.js'
 import { mapError } from './errors.js'
 import { createLocalizer } from './i18n/index.js'
+import { boundedJsonParser } from './jsonBody.js'
 import { swaggerOptions } from './openapi/index.js'
 import { ServiceMetrics } from './metrics.js'
 import authentication from './plugins/authentication.js'
@@ -88,6 +89,9 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   fastify.setValidatorCompiler(createValidatorCompiler())
   // Commands are JSON only: any other content type is a 415, not a string body.
   fastify.removeContentTypeParser('text/plain')
+  // JSON bodies are refused for their shape before they are parsed and validated: see jsonBody.ts.
+  fastify.removeContentTypeParser('application/json')
+  fastify.addContentTypeParser('application/json', boundedJsonParser(fastify.getDefaultJsonParser('error', 'error')))
   fastify.addSchema(ErrorEnvelope)
   const allowedMethods = declaredMethods(fastify)
   // Set before any route is declared: a route keeps the error handler in force when it was declared.
