@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
@@ -47,6 +48,9 @@ const EnvSchema = Type.Object({
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   SUB_ROLES_EXPLICIT: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false' }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000 }),
+  MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 256 }),
+  CONNECTION_LIMIT_EXEMPT: Type.String({ minLength: 1, default: 'loopback' }),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -117,6 +121,22 @@ export interface Config {
   corsOrigins: string[]
   /** SUB_ROLES_EXPLICIT=true: a sub-role must be created (create-sub-role) before it is granted or assigned. */
   subRolesExplicit: boolean
+  /** What one client may hold of the HTTP server. */
+  connections: {
+    /** A request, headers and body, must have arrived within this long (408 `604` after). */
+    requestTimeoutMs: number
+    /** Connections one client address may hold open at once; 0: no cap. */
+    maxPerAddress: number
+    /** Addresses and ranges the cap does not count (by default the loopback: a sidecar gateway's keep-alive pool). */
+    exempt: Subnet[]
+  }
+}
+
+/** An address range: `10.0.0.0/8`, `::1/128`. */
+export interface Subnet {
+  address: string
+  prefix: number
+  family: 'ipv4' | 'ipv6'
 }
 
 export class ConfigError extends Error {
@@ -222,6 +242,32 @@ function parseOrigins(value: string | undefined): string[] {
   return origins
 }
 
+const LOOPBACK: Subnet[] = [
+  { address: '127.0.0.0', prefix: 8, family: 'ipv4' },
+  { address: '::1', prefix: 128, family: 'ipv6' },
+]
+
+/** `loopback`, `none`, or a comma-separated list of addresses and CIDR ranges (`loopback` may be one of them). */
+function parseSubnets(name: string, value: string): Subnet[] {
+  if (value.trim() === 'none') return []
+  const subnets: Subnet[] = []
+  for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+    if (entry === 'loopback') {
+      subnets.push(...LOOPBACK)
+      continue
+    }
+    const [address = '', prefixText, ...rest] = entry.split('/')
+    const version = isIP(address)
+    const bits = version === 4 ? 32 : 128
+    const prefix = prefixText === undefined ? bits : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN
+    if (version === 0 || rest.length > 0 || !(prefix >= 0 && prefix <= bits)) {
+      throw new ConfigError(`${name}: ${entry} is not an address or a range like 10.0.0.0/8 (or loopback, none)`)
+    }
+    subnets.push({ address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' })
+  }
+  return subnets
+}
+
 /** The less verbose of two levels. */
 function quieter(a: LogLevel, b: LogLevel): LogLevel {
   const rank = (level: LogLevel) => (level === 'silent' ? -1 : LOG_LEVELS.indexOf(level))
@@ -285,5 +331,10 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     metricsToken: env.METRICS_TOKEN,
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     subRolesExplicit: env.SUB_ROLES_EXPLICIT === 'true',
+    connections: {
+      requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+      maxPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS,
+      exempt: parseSubnets('CONNECTION_LIMIT_EXEMPT', env.CONNECTION_LIMIT_EXEMPT),
+    },
   }
 }

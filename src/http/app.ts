@@ -12,6 +12,7 @@ import { loginLimits } from '../domain/loginLimits.js'
 import { RouteMap } from '../domain/routeMap.js'
 import { mapError } from './errors.js'
 import { createLocalizer } from './i18n/index.js'
+import { boundedJsonParser } from './jsonBody.js'
 import { swaggerOptions } from './openapi/index.js'
 import { ServiceMetrics } from './metrics.js'
 import authentication from './plugins/authentication.js'
@@ -94,6 +95,9 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   fastify.setValidatorCompiler(createValidatorCompiler())
   // Commands are JSON only: any other content type is a 415, not a string body.
   fastify.removeContentTypeParser('text/plain')
+  // JSON bodies are refused for their shape before they are parsed and validated: see jsonBody.ts.
+  fastify.removeContentTypeParser('application/json')
+  fastify.addContentTypeParser('application/json', boundedJsonParser(fastify.getDefaultJsonParser('error', 'error')))
   fastify.addSchema(ErrorEnvelope)
   const allowedMethods = declaredMethods(fastify)
   await fastify.register(queryParameters)

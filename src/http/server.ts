@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
@@ -12,6 +12,7 @@ import { countAccounts } from '../storage/accounts.js'
 import { StorageUnavailableError, isStorageUnavailable, sqlState } from '../storage/db.js'
 import { currentRevision } from '../storage/revision.js'
 import app, { BODY_LIMIT } from './app.js'
+import { closeAfterLinger, httpTimeouts, limitConnections } from './connectionLimits.js'
 import { mapError } from './errors.js'
 import { createLocalizer, type Localizer } from './i18n/index.js'
 import { ConnectionDrain, EXIT_FORCED, stopGracefully, type Refusal } from './shutdown.js'
@@ -60,15 +61,12 @@ function rawTranslator(localizer: Localizer, request: IncomingMessage) {
 /** Every answer, whichever path produced it, tells browsers not to guess its content type. */
 const NOSNIFF = 'nosniff'
 
-/** How long a connection refused at the parser may still send before it is closed; see clientError. */
-const REFUSED_LINGER_MS = 1000
-
 /**
  * Fastify with the service's options: body limit, proxy trust, request ids,
  * redacted logs, and the service's envelope for what the router and the HTTP
  * parser refuse before any route runs.
  */
-export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLocale'>): FastifyInstance {
+export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLocale' | 'connections'>): FastifyInstance {
   const localizer = createLocalizer(config.defaultLocale)
 
   /**
@@ -94,7 +92,8 @@ export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | '
 
   /**
    * What Node's HTTP parser refuses (malformed request line or headers,
-   * headers over 16 KB, a request that took too long to arrive) never reaches
+   * headers over 16 KB, a request that took too long to arrive, its body
+   * included) never reaches
    * Fastify: the answer is written on the socket itself, as a complete
    * HTTP/1.1 response with the service's envelope, in the default locale (the
    * request's own headers could not be read). Status 431 for oversized
@@ -103,8 +102,10 @@ export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | '
   const clientError = (error: NodeJS.ErrnoException, socket: Socket): void => {
     if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return
     refused.add(socket)
-    // A response to an earlier request on this connection is under way: anything written now would corrupt it.
-    if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage != null) {
+    // A response to an earlier request on this connection is under way, or this request's has begun: anything
+    // written now would corrupt it. (A request whose body is still arriving has a response that has not begun.)
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+    if (!socket.writable || (inFlight != null && (inFlight.headersSent || inFlight.req.complete))) {
       socket.destroy()
       return
     }
@@ -114,7 +115,8 @@ export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | '
     const reqId = randomUUID()
     // The parser's error carries the raw bytes received: only its code is logged.
     fastify.log.info({ reqId, parserError: error.code, status, response_code: mapped.body.response_code }, 'request refused: not readable as HTTP')
-    socket.end(
+    closeAfterLinger(
+      socket,
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
@@ -123,15 +125,11 @@ export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | '
         'Connection: close\r\n\r\n' +
         body,
     )
-    // Closed only after a moment: destroying a socket whose client is still sending would reset the
-    // connection, and a reset can discard the answer before the client reads it.
-    const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS)
-    linger.unref()
-    socket.once('close', () => clearTimeout(linger))
   }
 
   const fastify = Fastify({
     bodyLimit: BODY_LIMIT,
+    ...httpTimeouts(config.connections),
     trustProxy: trustFunction(config.trustProxy),
     // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
     requestIdHeader: false,
@@ -157,6 +155,7 @@ export function createFastify(config: Pick<Config, 'logLevel' | 'trustProxy' | '
   })
   const drain = new ConnectionDrain(fastify.server)
   drains.set(fastify, drain)
+  limitConnections(fastify.server, config.connections, fastify.log)
   // Callback style: an async hook would cost every request a promise.
   fastify.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', echoedRequestId(request))

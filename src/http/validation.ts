@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv'
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchema } from 'fastify'
 import type { FieldError } from '../domain/errors.js'
@@ -9,10 +9,48 @@ type AddFormats = (ajv: Ajv) => Ajv
 const formatsModule = addFormatsModule as unknown as AddFormats | { default: AddFormats }
 const addFormats: AddFormats = typeof formatsModule === 'function' ? formatsModule : formatsModule.default
 
+/** An answer lists at most this many field errors. */
+export const MAX_FIELD_ERRORS = 10
+
+/** Ajv's wrappers around the errors of a union's members: the members' own errors say more. */
+const WRAPPERS = new Set(['anyOf', 'oneOf', 'if'])
+
+/**
+ * The errors an answer is built from: a `command` that does not match the
+ * endpoint (its own answer, wherever Ajv found it), then the first
+ * MAX_FIELD_ERRORS others. What Fastify and the error mapper walk after
+ * this is bounded, however many errors Ajv gathered.
+ */
+function firstErrors(errors: readonly ErrorObject[]): ErrorObject[] {
+  const kept: ErrorObject[] = []
+  let fields = 0
+  for (const error of errors) {
+    if (error.keyword === 'const' && error.instancePath === '/command') kept.unshift(error)
+    else if (fields < MAX_FIELD_ERRORS) {
+      kept.push(error)
+      if (!WRAPPERS.has(error.keyword)) fields++
+    }
+  }
+  return kept
+}
+
+/** An Ajv validator whose `errors` are firstErrors() of Ajv's; Fastify still sees `schemaEnv`, so defaults reach the root. */
+function bounded(validate: ValidateFunction): ValidateFunction {
+  const check = ((data: unknown, context?: Parameters<ValidateFunction>[1]) => {
+    const valid = validate(data, context)
+    check.errors = valid ? null : firstErrors(validate.errors ?? [])
+    return valid
+  }) as ValidateFunction
+  return Object.assign(check, { schema: validate.schema, schemaEnv: validate.schemaEnv, errors: null })
+}
+
 /**
  * Bodies are validated strictly (no type coercion: `"email": 123` is an
  * error, not "123"); query strings and path parameters arrive as text, so
- * there numbers and booleans are coerced.
+ * there numbers and booleans are coerced. Ajv gathers every error (a form
+ * shows them all at once); what it walks is bounded before it runs: a body
+ * by JSON_BODY_BOUNDS (jsonBody.ts), a query string by the 16 KB of headers
+ * Node's parser accepts.
  */
 export function createValidatorCompiler() {
   const options = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false } as const
@@ -21,7 +59,7 @@ export function createValidatorCompiler() {
   addFormats(strict)
   addFormats(coercing)
   return ({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) =>
-    (httpPart === 'body' ? strict : coercing).compile(schema as object)
+    bounded((httpPart === 'body' ? strict : coercing).compile(schema as object))
 }
 
 /** The field an AJV error is about, named as the client sent it (`email`, `checks[0].obj`, `page`). */
@@ -60,12 +98,13 @@ function messageOf(error: ErrorObject, t: Translate): string {
   }
 }
 
-/** Localised field errors; `anyOf`/`union` wrappers are dropped in favour of the errors they wrap. */
+/** At most MAX_FIELD_ERRORS localised field errors; `anyOf`/`union` wrappers are dropped in favour of the errors they wrap. */
 export function localiseValidation(errors: readonly ErrorObject[], t: Translate): FieldError[] {
   const seen = new Set<string>()
   const result: FieldError[] = []
   for (const error of errors) {
-    if (error.keyword === 'anyOf' || error.keyword === 'oneOf' || error.keyword === 'if') continue
+    if (result.length === MAX_FIELD_ERRORS) break
+    if (WRAPPERS.has(error.keyword)) continue
     const field = fieldOf(error) || 'body'
     const message = messageOf(error, t)
     const key = `${field}\u0000${message}`
