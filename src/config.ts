@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
@@ -26,6 +26,8 @@ const EnvSchema = Type.Object({
   BOOTSTRAP_ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8 })),
   DEFAULT_LOCALE: Type.String({ default: 'en', pattern: '^[a-z]{2}(-[A-Za-z]{2})?$' }),
   MODEL_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  MODEL_DECISIONS_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  ALLOW_FAILING_MODEL_DECISIONS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false' }),
   TRUST_PROXY: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
     LOG_LEVELS.map((l) => Type.Literal(l)),
@@ -80,6 +82,13 @@ export interface Config {
   bootstrapAdmin: { email: string; password: string } | null
   defaultLocale: string
   modelPath: string
+  /**
+   * The decisions the model must give before the service starts
+   * (MODEL_DECISIONS_PATH, else model.decisions beside the model).
+   * `explicit`: named by MODEL_DECISIONS_PATH, so a missing file refuses the start.
+   * `allowFailing` (ALLOW_FAILING_MODEL_DECISIONS=true) starts anyway, logged as an error.
+   */
+  modelDecisions: { path: string; explicit: boolean; allowFailing: boolean }
   trustProxy: boolean | string
   logLevel: LogLevel
   /** Level of the check routes' request logs: the gateway calls them thousands of times a second. */
@@ -227,6 +236,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const hasEmail = env.BOOTSTRAP_ADMIN_EMAIL !== undefined
   const hasPassword = env.BOOTSTRAP_ADMIN_PASSWORD !== undefined
   if (hasEmail !== hasPassword) throw new ConfigError('set both BOOTSTRAP_ADMIN_EMAIL and BOOTSTRAP_ADMIN_PASSWORD, or neither')
+  const modelPath = resolve(env.MODEL_PATH ?? join(repositoryRoot, 'model.conf'))
   return {
     storage,
     host: env.HOST,
@@ -240,7 +250,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
         ? { email: env.BOOTSTRAP_ADMIN_EMAIL, password: env.BOOTSTRAP_ADMIN_PASSWORD }
         : null,
     defaultLocale: env.DEFAULT_LOCALE,
-    modelPath: resolve(env.MODEL_PATH ?? join(repositoryRoot, 'model.conf')),
+    modelPath,
+    modelDecisions: {
+      path: env.MODEL_DECISIONS_PATH !== undefined ? resolve(env.MODEL_DECISIONS_PATH) : join(dirname(modelPath), 'model.decisions'),
+      explicit: env.MODEL_DECISIONS_PATH !== undefined,
+      allowFailing: env.ALLOW_FAILING_MODEL_DECISIONS === 'true',
+    },
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL as LogLevel,
     checkLogLevel: (env.CHECK_LOG_LEVEL as LogLevel | undefined) ?? quieter(env.LOG_LEVEL as LogLevel, 'warn'),

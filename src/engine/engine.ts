@@ -1,8 +1,8 @@
-import { PolicyOp, newEnforcer, newModelFromString, type Enforcer, type Model } from 'casbin'
+import { PolicyOp, newEnforcer, newModelFromString, type Adapter, type Enforcer, type Model } from 'casbin'
 import type { CatalogEntry } from '../domain/permissions.js'
 import type { PrincipalType } from '../domain/principals.js'
 import type { Queryable } from '../storage/db.js'
-import { StorageAdapter } from './adapter.js'
+import { RulesAdapter, StorageAdapter, type PolicyRules } from './adapter.js'
 import { DecisionIndex, nextStamp, type IndexedRule, type RuleChange } from './decisionIndex.js'
 import { explained, type Explanation } from './explain.js'
 import { withRowsChanged } from './overlay.js'
@@ -84,9 +84,20 @@ export class PermissionEngine {
     return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
   }
 
+  /** An engine over rules already in memory (a policy file, a decisions file's policy): the decisions the service would take on them. */
+  static async fromRules(modelText: string, rules: PolicyRules, state: EngineState = { rootRoles: [], catalog: [] }): Promise<PermissionEngine> {
+    const mode: DecisionMode = isReferenceModel(parseModel(modelText)) ? 'index' : 'enforce-cache'
+    const snapshot = await PermissionEngine.snapshotFrom(new RulesAdapter(rules), new OverrideExpiries(), modelText, mode)
+    return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), Date.now)
+  }
+
   private static async loadSnapshot(db: Queryable, modelText: string, mode: DecisionMode, now: number): Promise<Snapshot> {
     const expiries = new OverrideExpiries()
     const adapter = new StorageAdapter(db, { now, onExpiring: (values, at) => expiries.set(values, at) })
+    return PermissionEngine.snapshotFrom(adapter, expiries, modelText, mode)
+  }
+
+  private static async snapshotFrom(adapter: Adapter, expiries: OverrideExpiries, modelText: string, mode: DecisionMode): Promise<Snapshot> {
     const enforcer = await newEnforcer(parseModel(modelText), adapter)
     enforcer.enableAutoSave(false)
     const model = enforcer.getModel().model
@@ -179,6 +190,21 @@ export class PermissionEngine {
   /** Casbin alone (a linear scan of the policy): for the differential test and tools, never on a request path. */
   enforce(subjectId: string, domain: string, obj: string, act: string): boolean {
     return this.snapshot.enforcer.enforceSync(subjectId, domain, obj, act)
+  }
+
+  /**
+   * The model's answer as a decision pays for it when nothing is cached (a
+   * write clears the cache): the index, or enforce() for other models. No
+   * tenant, root or catalog rule.
+   */
+  uncachedModelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
+    return this.snapshot.cache === null ? this.snapshot.index.allowed(subjectId, domain, obj, act) : this.enforce(subjectId, domain, obj, act)
+  }
+
+  /** The loaded policy's rows (p rows with the overrides, g rows): live, read only. */
+  get loadedRules(): { readonly p: readonly (readonly string[])[]; readonly g: readonly (readonly string[])[] } {
+    const model = this.snapshot.enforcer.getModel().model
+    return { p: model.get('p')?.get('p')?.policy ?? [], g: model.get('g')?.get('g')?.policy ?? [] }
   }
 
   /** The model's answer without tenant, root or catalog rules: the index, or cached enforce() for other models. */
