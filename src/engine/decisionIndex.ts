@@ -238,7 +238,7 @@ export class DecisionIndex {
    * follows them. Kept only for subjects that have links there, so the memo
    * is never larger than the `g` rows, whatever domains callers ask about.
    */
-  private rolesReached(subject: string, domain: string): readonly string[] {
+  rolesReached(subject: string, domain: string): readonly string[] {
     const members = this.links.get(domain)
     if (members === undefined || !members.has(subject)) return NO_ROLES
     let bySubject = this.reached.get(domain)

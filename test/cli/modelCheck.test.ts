@@ -80,7 +80,7 @@ t.test('a model without the deny part of its effect fails them, naming each line
   t.equal(result.code, 1)
   t.match(
     result.out,
-    /^the model differs from the one the decision index implements, so decisions will use enforce\(\) with a cache .*: [\d,]+ uncached decisions a second, measured at \d+ p rules/m,
+    /^the model differs from the one the decision index implements, so decisions will use Casbin's matcher and effect over the rows a question can match .*: [\d,]+ uncached decisions a second, measured at \d+ p rules/m,
     'the path it would get and what that costs',
   )
   const failing: Array<[string, string]> = [

@@ -61,8 +61,8 @@ t.test('ALLOW_FAILING_MODEL_DECISIONS=true starts it anyway, with an error in th
   t.equal(error.level, LOG_LEVELS.error, 'logged as an error')
   const failures = error.failures as string[]
   for (const line of DENY_LINES) t.ok(failures.some((f) => f.includes(`model.decisions:${lineOf(line)}: ${line}`)), `names ${line}`)
-  const path = await server.waitForLog(msg(/decisions will use enforce\(\) with a cache/))
-  t.equal(path.decision_path, 'enforce-cache', 'the log says which path it gets')
+  const path = await server.waitForLog(msg(/decisions will use Casbin's matcher and effect over the rows a question can match/))
+  t.equal(path.decision_path, 'candidates', 'the log says which path it gets')
   t.ok(typeof path.decisions_per_second === 'number' && path.decisions_per_second > 0, `and what it costs: ${String(path.decisions_per_second)} a second`)
   await server.stop()
 })
