@@ -9,6 +9,7 @@ import { systemClock, type Clock } from './domain/clock.js'
 import { declaredCatalog } from './domain/permissions.js'
 import { PermissionEngine, type EngineState } from './engine/engine.js'
 import { readModel } from './engine/model.js'
+import { gateModelDecisions, logDecisionPath } from './modelGate.js'
 import { createPasswordHasher, type PasswordHasher } from './security/passwords.js'
 import { createTokenIssuer, type TokenIssuer } from './security/tokens.js'
 import { AccountDirectory } from './storage/accountDirectory.js'
@@ -72,6 +73,8 @@ export interface BuildOptions {
   follow?: boolean
   /** The clock override expiries are read against (tests move one by hand). */
   clock?: Clock
+  /** Run the model's decisions file before anything else and refuse to start when it fails (the server's start). */
+  gateModel?: boolean
 }
 
 /** Builds the whole service from its configuration: storage, migrations, engine, catalog, bootstrap. */
@@ -83,6 +86,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
   try {
     await migrate(db)
     const model = readModel(config.modelPath)
+    if (options.gateModel === true) await gateModelDecisions(config, db, options.log)
     // The policy, the accounts and the revision they reflect, all from one snapshot.
     const accounts = new AccountDirectory(db)
     const { engine, revision } = await db.snapshot(async (tx) => {
@@ -96,12 +100,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       maxStalenessMs: options.follow === false ? Number.POSITIVE_INFINITY : config.replication.maxStalenessMs,
       ...(options.log ? { log: options.log } : {}),
     })
-    if (engine.mode !== 'index') {
-      options.log?.warn(
-        { model: config.modelPath },
-        'the Casbin model differs from the one the decision index implements: decisions use enforce() with a cache (correct, slower)',
-      )
-    }
+    if (options.log !== undefined) logDecisionPath(engine, config.modelPath, options.log)
     const writes = new WriteQueue(db, replica, config.database.statementTimeoutMs)
     const passwords = options.passwords ?? createPasswordHasher()
     const ctx: CommandContext = { db, engine, accounts, passwords, writes, clock, subRolesExplicit: config.subRolesExplicit }

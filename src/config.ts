@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { isIP } from 'node:net'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
@@ -28,6 +28,8 @@ const EnvSchema = Type.Object({
   BOOTSTRAP_ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8 })),
   DEFAULT_LOCALE: Type.String({ default: 'en', pattern: '^[a-z]{2}(-[A-Za-z]{2})?$' }),
   MODEL_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  MODEL_DECISIONS_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  ALLOW_FAILING_MODEL_DECISIONS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false' }),
   TRUST_PROXY: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
     LOG_LEVELS.map((l) => Type.Literal(l)),
@@ -86,6 +88,13 @@ export interface Config {
   bootstrapAdmin: { email: string; password: string } | null
   defaultLocale: string
   modelPath: string
+  /**
+   * The decisions the model must give before the service starts
+   * (MODEL_DECISIONS_PATH, else model.decisions beside the model).
+   * `explicit`: named by MODEL_DECISIONS_PATH, so a missing file refuses the start.
+   * `allowFailing` (ALLOW_FAILING_MODEL_DECISIONS=true) starts anyway, logged as an error.
+   */
+  modelDecisions: { path: string; explicit: boolean; allowFailing: boolean }
   /** Whose X-Forwarded-For is believed: the client is the rightmost address no trusted proxy wrote. */
   trustProxy: ProxyTrust
   logLevel: LogLevel
@@ -315,6 +324,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
         : null,
     defaultLocale: env.DEFAULT_LOCALE,
     modelPath,
+    modelDecisions: {
+      path: env.MODEL_DECISIONS_PATH !== undefined ? resolve(env.MODEL_DECISIONS_PATH) : join(dirname(modelPath), 'model.decisions'),
+      explicit: env.MODEL_DECISIONS_PATH !== undefined,
+      allowFailing: env.ALLOW_FAILING_MODEL_DECISIONS === 'true',
+    },
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL as LogLevel,
     checkLogLevel: (env.CHECK_LOG_LEVEL as LogLevel | undefined) ?? quieter(env.LOG_LEVEL as LogLevel, 'warn'),

@@ -4,6 +4,9 @@ import { bootstrapSystemOwner } from '../commands/bootstrap.js'
 import { onboardMerchant } from '../commands/onboardMerchant.js'
 import { describeProblem, verifyAudit } from '../commands/verifyAudit.js'
 import { SYSTEM_ACTOR } from '../domain/audit.js'
+import { describeDecisionCost, measureDecisionCost } from '../engine/decisionCost.js'
+import { PermissionEngine } from '../engine/engine.js'
+import { readModel } from '../engine/model.js'
 import { createTokenIssuer } from '../security/tokens.js'
 import { findAccountByEmail } from '../storage/accounts.js'
 import type { Database } from '../storage/db.js'
@@ -13,7 +16,8 @@ import {
   checkModel,
   compareModels,
   comparisonSpace,
-  failedDecisions,
+  decisionsVerdict,
+  failureLine,
   loadComparisonModel,
   readDecisions,
   readPolicyFile,
@@ -157,9 +161,8 @@ export async function modelCheckCommand(ctx: CliContext<DatabaseConfig>, args: s
 
   const check = async (source: PolicySource, db?: Database): Promise<number> => {
     // Everything is evaluated before anything is printed: a model that cannot be evaluated prints one error and no claim.
-    const checked = await checkModel(modelPath, source)
+    const { checked, failed } = decisions === null ? { checked: await checkModel(modelPath, source), failed: [] } : await decisionsVerdict(modelPath, decisions, source)
     const before = o.against === undefined ? null : await loadComparisonModel(o.against, source, checked.rules)
-    const failed = decisions === null ? [] : await failedDecisions(checked.enforcer, decisions)
     const space = before === null ? null : await comparisonSpace(checked.rules, db)
     const differences = before === null || space === null ? [] : await compareModels(before, checked.enforcer, space)
 
@@ -169,15 +172,11 @@ export async function modelCheckCommand(ctx: CliContext<DatabaseConfig>, args: s
       `model ${report.path} is valid; ${what} loads through it: ${report.pRules} p rules${source.kind === 'stored' ? ' (overrides included)' : ''}, ` +
         `${report.gRules} g rules; ${report.probes} requests replayed`,
     )
-    ctx.io.out(
-      report.reference
-        ? 'decisions will use the decision index'
-        : 'the model differs from the one the decision index implements: decisions will use enforce() with a cache',
-    )
+    ctx.io.out(describeDecisionCost(measureDecisionCost(await PermissionEngine.fromRules(readModel(modelPath).text, checked.rules))))
     const problems: string[] = []
     if (decisions !== null) {
       for (const f of failed) {
-        ctx.io.out(`${decisions.path}:${f.line}: ${f.request.join(', ')} -> ${f.allow ? 'allow' : 'deny'}, but the model says ${f.actual ? 'allow' : 'deny'}`)
+        ctx.io.out(failureLine(decisions.path, f))
       }
       const total = decisions.decisions.length
       if (failed.length === 0) ctx.io.out(`decisions in ${decisions.path}: all ${total} hold`)

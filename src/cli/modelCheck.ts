@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs'
-import { newEnforcer, type Adapter, type Enforcer, type Model } from 'casbin'
-import { StorageAdapter } from '../engine/adapter.js'
+import { newEnforcer, type Enforcer } from 'casbin'
+import { RulesAdapter, StorageAdapter, type PolicyRules } from '../engine/adapter.js'
 import { isReferenceModel } from '../engine/engine.js'
 import { ModelError, parseModel, readModel } from '../engine/model.js'
 import { listCatalog } from '../storage/catalog.js'
 import type { Queryable } from '../storage/db.js'
+
+export type { PolicyRules }
 
 export interface ModelReport {
   path: string
@@ -12,12 +14,6 @@ export interface ModelReport {
   gRules: number
   probes: number
   reference: boolean
-}
-
-/** Casbin rules as the model sees them: `p` rows (sub, dom, obj, act, eft) and `g` rows (user or role, role, domain). */
-export interface PolicyRules {
-  p: string[][]
-  g: string[][]
 }
 
 /**
@@ -81,33 +77,6 @@ async function replaySynthetic(text: string): Promise<void> {
     throw new ModelError(`the model cannot hold a role grant: ${(error as Error).message}`)
   }
   await replay(enforcer, [['probe-user', 'global', 'probe-object', 'probe-action']], 'a role grant')
-}
-
-/** Hands rules already in memory to a model; read-only like the storage adapter. */
-class RulesAdapter implements Adapter {
-  constructor(private readonly rules: PolicyRules) {}
-
-  async loadPolicy(model: Model): Promise<void> {
-    // Copies, so that two enforcers given the same rules never share a row.
-    for (const rule of this.rules.p) model.model.get('p')?.get('p')?.policy.push([...rule])
-    for (const rule of this.rules.g) model.model.get('g')?.get('g')?.policy.push([...rule])
-  }
-
-  async savePolicy(): Promise<boolean> {
-    throw new Error('a checked policy is never saved')
-  }
-
-  async addPolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
-  }
-
-  async removePolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
-  }
-
-  async removeFilteredPolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
-  }
 }
 
 export interface CheckedModel {
@@ -272,6 +241,31 @@ export async function failedDecisions(enforcer: Enforcer, file: DecisionsFile): 
     if (actual !== decision.allow) failed.push({ ...decision, actual })
   }
   return failed
+}
+
+/** One failing decision, as `model check` prints it and a refused start names it. */
+export function failureLine(path: string, f: FailedDecision): string {
+  return `${path}:${f.line}: ${f.request.join(', ')} -> ${f.allow ? 'allow' : 'deny'}, but the model says ${f.actual ? 'allow' : 'deny'}`
+}
+
+/** What a decisions file is decided on: its own p and g lines when it has them, else `otherwise` (the stored policy, a policy file). */
+export function decisionsPolicy(file: DecisionsFile, otherwise: PolicySource): PolicySource {
+  return file.rules === null ? otherwise : { kind: 'rules', label: `the policy in ${file.path}`, rules: file.rules }
+}
+
+export interface DecisionsVerdict {
+  checked: CheckedModel
+  failed: FailedDecision[]
+}
+
+/**
+ * The model checked on `source` (see checkModel) and every decision of
+ * `file` asked of it: what `model check --decisions` reports and what gates
+ * the service's start.
+ */
+export async function decisionsVerdict(modelPath: string, file: DecisionsFile, source: PolicySource): Promise<DecisionsVerdict> {
+  const checked = await checkModel(modelPath, source)
+  return { checked, failed: await failedDecisions(checked.enforcer, file) }
 }
 
 // ---------------------------------------------------------------------------

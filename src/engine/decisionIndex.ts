@@ -238,7 +238,7 @@ export class DecisionIndex {
    * follows them. Kept only for subjects that have links there, so the memo
    * is never larger than the `g` rows, whatever domains callers ask about.
    */
-  private rolesReached(subject: string, domain: string): readonly string[] {
+  rolesReached(subject: string, domain: string): readonly string[] {
     const members = this.links.get(domain)
     if (members === undefined || !members.has(subject)) return NO_ROLES
     let bySubject = this.reached.get(domain)
@@ -260,15 +260,36 @@ export class DecisionIndex {
   /** What `enforce(subject, domain, obj, act)` answers under model.conf. */
   allowed(subject: string, domain: string, obj: string, act: string): boolean {
     const id = this.pairId(obj, act, false)
-    if (id === undefined) return false
-    let effects = this.bits(subject, domain, id) | this.bits(subject, GLOBAL_DOMAIN, id)
+    return id !== undefined && this.fold(subject, domain, obj, act, id, null) === ALLOW
+  }
+
+  /**
+   * The model's fold: the effect bits of every row reaching `subject` in
+   * `domain` the way the matcher says (its own rows and those of the roles
+   * it reaches there, in the domain and in `global`; the roles it reaches in
+   * `global`, with their `global` rows), `changes` laid over them when given.
+   */
+  private fold(subject: string, domain: string, obj: string, act: string, id: number | undefined, changes: readonly RuleChange[] | null): number {
+    let effects = this.bitsWith(subject, domain, obj, act, id, changes) | this.bitsWith(subject, GLOBAL_DOMAIN, obj, act, id, changes)
     for (const role of this.rolesReached(subject, domain)) {
-      effects |= this.bits(role, domain, id) | this.bits(role, GLOBAL_DOMAIN, id)
+      effects |= this.bitsWith(role, domain, obj, act, id, changes) | this.bitsWith(role, GLOBAL_DOMAIN, obj, act, id, changes)
     }
     if (domain !== GLOBAL_DOMAIN) {
-      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.bits(role, GLOBAL_DOMAIN, id)
+      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.bitsWith(role, GLOBAL_DOMAIN, obj, act, id, changes)
     }
-    return effects === ALLOW
+    return effects
+  }
+
+  /** One subject's bits of the pair in one domain; rows are unique, so adding one sets its effect's bit and removing one clears it. */
+  private bitsWith(sub: string, dom: string, obj: string, act: string, id: number | undefined, changes: readonly RuleChange[] | null): number {
+    let held = id === undefined ? 0 : this.bits(sub, dom, id)
+    if (changes === null) return held
+    for (const { op, rule } of changes) {
+      if (rule[0] !== sub || rule[1] !== dom || rule[2] !== obj || rule[3] !== act || rule.length !== 5) continue
+      const bit = effectBit(rule[4])
+      held = op === 'add' ? held | bit : held & ~bit
+    }
+    return held
   }
 
   /**
@@ -298,26 +319,10 @@ export class DecisionIndex {
 
   /**
    * What `allowed` would answer with `changes` (p rows) applied, the index
-   * itself left as it is. Rows are unique, so adding one sets its effect's
-   * bit and removing one clears it.
+   * itself left as it is.
    */
   allowedAfter(subject: string, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
-    const id = this.pairId(obj, act, false)
-    const bits = (sub: string, dom: string): number => {
-      let held = id === undefined ? 0 : this.bits(sub, dom, id)
-      for (const { op, rule } of changes) {
-        if (rule[0] !== sub || rule[1] !== dom || rule[2] !== obj || rule[3] !== act || rule.length !== 5) continue
-        const bit = effectBit(rule[4])
-        held = op === 'add' ? held | bit : held & ~bit
-      }
-      return held
-    }
-    let effects = bits(subject, domain) | bits(subject, GLOBAL_DOMAIN)
-    for (const role of this.rolesReached(subject, domain)) effects |= bits(role, domain) | bits(role, GLOBAL_DOMAIN)
-    if (domain !== GLOBAL_DOMAIN) {
-      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= bits(role, GLOBAL_DOMAIN)
-    }
-    return effects === ALLOW
+    return this.fold(subject, domain, obj, act, this.pairId(obj, act, false), changes) === ALLOW
   }
 
   /** Whether `subject` has an allow row of the pair in `domain`. */

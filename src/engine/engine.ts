@@ -1,13 +1,15 @@
-import { PolicyOp, newEnforcer, newModelFromString, type Enforcer, type Model } from 'casbin'
+import { PolicyOp, newEnforcer, newModelFromString, type Adapter, type Enforcer, type Model } from 'casbin'
 import type { CatalogEntry } from '../domain/permissions.js'
 import type { PrincipalType } from '../domain/principals.js'
 import type { Queryable } from '../storage/db.js'
-import { StorageAdapter } from './adapter.js'
+import { RulesAdapter, StorageAdapter, type PolicyRules } from './adapter.js'
 import { DecisionIndex, nextStamp, type IndexedRule, type RuleChange } from './decisionIndex.js'
 import { explained, type Explanation } from './explain.js'
 import { withRowsChanged } from './overlay.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
 import { OverrideExpiries } from './overrideExpiries.js'
+import { CandidateIndex } from './candidateIndex.js'
+import { analyseMatcher, type Alternative } from './matcherAnalysis.js'
 import { appendRow, hasRow, indexRows, removeRows } from './modelRows.js'
 
 /** What a decision needs to know about the user asking. */
@@ -28,7 +30,14 @@ export interface EngineState {
   catalog: Iterable<CatalogEntry>
 }
 
-export type DecisionMode = 'index' | 'enforce-cache'
+/**
+ * 'index': the shipped model's decision index. 'candidates': a model whose
+ * every matcher alternative ties the policy's subject to the requester,
+ * decided by Casbin's matcher and effect over the rows that can match only
+ * (see CandidateIndex). 'enforce-cache': any other model, enforce() over
+ * every row, with a cache.
+ */
+export type DecisionMode = 'index' | 'candidates' | 'enforce-cache'
 
 /** What holders and previews read of the loaded policy's rows. */
 export type PolicyView = Pick<DecisionIndex, 'allowersOf' | 'allows' | 'hasPolicy' | 'linkDomains' | 'membersReaching'>
@@ -44,6 +53,39 @@ interface Snapshot {
   cache: Map<string, boolean> | null
   /** When the loaded overrides that expire stop counting. */
   expiries: OverrideExpiries
+  /** The rows each question can match, in 'candidates' mode. */
+  narrowing: Narrowing | null
+}
+
+/** What 'candidates' mode keeps beside the enforcer. */
+interface Narrowing {
+  index: CandidateIndex
+  /** What the effect answers when no row matches (Casbin over a list none of whose rows match). */
+  noMatch: boolean
+}
+
+const settledBy = (allowed: boolean, kind: Explanation['reason']['kind']): Explanation => Object.freeze({ allowed, reason: Object.freeze({ kind }) })
+const SETTLED = {
+  deactivated: settledBy(false, 'none'),
+  notInCatalog: settledBy(false, 'not_in_catalog'),
+  outsideHome: settledBy(false, 'outside_home_domain'),
+  root: settledBy(true, 'root'),
+} as const
+
+/** Which mode a model gets. */
+function modeOf(model: Model): DecisionMode {
+  if (isReferenceModel(model)) return 'index'
+  return analyseMatcher(model) === null ? 'enforce-cache' : 'candidates'
+}
+
+/**
+ * The model's answer when no row matches: asked of Casbin on one row no
+ * request can match (its subject is tied to nothing and named by no link).
+ */
+async function noMatchAnswer(modelText: string): Promise<boolean> {
+  const enforcer = await newEnforcer(parseModel(modelText))
+  await enforcer.addPolicy('\u0000no-subject', '\u0000', '\u0000', '\u0000', 'allow')
+  return enforcer.enforceSync('\u0001someone', '\u0001', '\u0001', '\u0001')
 }
 
 const sections = ['r', 'p', 'g', 'e', 'm'] as const
@@ -79,21 +121,35 @@ export class PermissionEngine {
 
   /** `now` is the clock expiries are read against (a test's clock, or the system's). */
   static async load(db: Queryable, modelText: string, state: EngineState, now: () => number = Date.now): Promise<PermissionEngine> {
-    const mode: DecisionMode = isReferenceModel(parseModel(modelText)) ? 'index' : 'enforce-cache'
+    const mode = modeOf(parseModel(modelText))
     const snapshot = await PermissionEngine.loadSnapshot(db, modelText, mode, now())
     return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
+  }
+
+  /** An engine over rules already in memory (a policy file, a decisions file's policy): the decisions the service would take on them. */
+  static async fromRules(modelText: string, rules: PolicyRules, state: EngineState = { rootRoles: [], catalog: [] }): Promise<PermissionEngine> {
+    const mode = modeOf(parseModel(modelText))
+    const snapshot = await PermissionEngine.snapshotFrom(new RulesAdapter(rules), new OverrideExpiries(), modelText, mode)
+    return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), Date.now)
   }
 
   private static async loadSnapshot(db: Queryable, modelText: string, mode: DecisionMode, now: number): Promise<Snapshot> {
     const expiries = new OverrideExpiries()
     const adapter = new StorageAdapter(db, { now, onExpiring: (values, at) => expiries.set(values, at) })
+    return PermissionEngine.snapshotFrom(adapter, expiries, modelText, mode)
+  }
+
+  private static async snapshotFrom(adapter: Adapter, expiries: OverrideExpiries, modelText: string, mode: DecisionMode): Promise<Snapshot> {
     const enforcer = await newEnforcer(parseModel(modelText), adapter)
     enforcer.enableAutoSave(false)
     const model = enforcer.getModel().model
-    const index = DecisionIndex.build(model.get('p')?.get('p')?.policy ?? [], model.get('g')?.get('g')?.policy ?? [])
+    const rows = model.get('p')?.get('p')?.policy ?? []
+    const index = DecisionIndex.build(rows, model.get('g')?.get('g')?.policy ?? [])
     // Part of the load, not of the first write after it: at a million rules the row tables take a while to build.
     if (mode === 'index') indexRows(enforcer.getModel())
-    return { enforcer, index, cache: mode === 'index' ? null : new Map(), expiries }
+    const alternatives = mode === 'candidates' ? analyseMatcher(enforcer.getModel()) : null
+    const narrowing = alternatives === null ? null : { index: new CandidateIndex(alternatives, rows), noMatch: await noMatchAnswer(modelText) }
+    return { enforcer, index, cache: mode === 'index' ? null : new Map(), expiries, narrowing }
   }
 
   private static catalogMap(entries: Iterable<CatalogEntry>): Catalog {
@@ -181,6 +237,57 @@ export class PermissionEngine {
     return this.snapshot.enforcer.enforceSync(subjectId, domain, obj, act)
   }
 
+  /**
+   * The model's answer as a decision pays for it when nothing is cached (a
+   * write clears the cache): the index, or enforce() for other models. No
+   * tenant, root or catalog rule.
+   */
+  uncachedModelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
+    return this.snapshot.cache === null ? this.snapshot.index.allowed(subjectId, domain, obj, act) : this.narrowedEnforce(subjectId, domain, obj, act, false)[0]
+  }
+
+  /**
+   * Casbin's enforce (or enforceEx) over the rows the question can match
+   * only, in 'candidates' mode: the model's list is swapped for the
+   * candidates, in the list's order, for the synchronous call and put back
+   * before anything else runs. Rows left out cannot match (their subject is
+   * neither the requester nor a role it reaches where the matcher asks, or
+   * a pinned field differs), so Casbin's matcher and effect decide as over
+   * the whole list. Other modes: the whole list.
+   */
+  private narrowedEnforce(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, string[]] {
+    const { enforcer, narrowing, index } = this.snapshot
+    const ask = (): [boolean, string[]] => (explain ? enforcer.enforceExSync(subjectId, domain, obj, act) : [enforcer.enforceSync(subjectId, domain, obj, act), []])
+    const assertion = enforcer.getModel().model.get('p')?.get('p')
+    if (narrowing === null || assertion === undefined || assertion.policy.length === 0) return ask()
+    const subjects = (alternative: Alternative): string[] => {
+      if (alternative.subject.kind === 'exact') return [subjectId]
+      const { domain: pin } = alternative.subject
+      if (pin !== 'any') {
+        const linkDomain = pin.from === 'literal' ? pin.value : [subjectId, domain, obj, act][['sub', 'dom', 'obj', 'act'].indexOf(pin.field)] as string
+        return [subjectId, ...index.rolesReached(subjectId, linkDomain)]
+      }
+      const roles = new Set([subjectId])
+      for (const d of index.linkDomains()) for (const role of index.rolesReached(subjectId, d)) roles.add(role)
+      return [...roles]
+    }
+    const rows = narrowing.index.candidates([subjectId, domain, obj, act], subjects) as string[][]
+    if (rows.length === 0) return [narrowing.noMatch, []]
+    const all = assertion.policy
+    assertion.policy = rows
+    try {
+      return ask()
+    } finally {
+      assertion.policy = all
+    }
+  }
+
+  /** The loaded policy's rows (p rows with the overrides, g rows): live, read only. */
+  get loadedRules(): { readonly p: readonly (readonly string[])[]; readonly g: readonly (readonly string[])[] } {
+    const model = this.snapshot.enforcer.getModel().model
+    return { p: model.get('p')?.get('p')?.policy ?? [], g: model.get('g')?.get('g')?.policy ?? [] }
+  }
+
   /** The model's answer without tenant, root or catalog rules: the index, or cached enforce() for other models. */
   private modelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
     const { index, cache } = this.snapshot
@@ -188,7 +295,7 @@ export class PermissionEngine {
     const key = `${subjectId}\u0000${domain}\u0000${pairKey(obj, act)}`
     let answer = cache.get(key)
     if (answer === undefined) {
-      answer = this.enforce(subjectId, domain, obj, act)
+      answer = this.narrowedEnforce(subjectId, domain, obj, act, false)[0]
       // Callers choose the domain they ask about: the cache must not grow without bound.
       if (cache.size >= DECISION_CACHE_LIMIT) cache.clear()
       cache.set(key, answer)
@@ -207,10 +314,23 @@ export class PermissionEngine {
 
   /** The one decision every path uses: route guard, check endpoints, effective sets. */
   decide(subject: Subject, domain: string, obj: string, act: string): boolean {
-    if (!this.isActive(obj, act) || subject.status === 'deactivated') return false
-    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return false
-    if (this.rootRoles.has(subject.sub_role_code)) return true
-    return this.modelAllows(subject.id, domain, obj, act)
+    const settled = this.settledOutsideModel(subject, domain, obj, act)
+    return settled === null ? this.modelAllows(subject.id, domain, obj, act) : settled.allowed
+  }
+
+  /**
+   * The rules every decision applies before the model (a deactivated
+   * account holds nothing, only active catalog pairs, a merchant user only
+   * in its merchant, a root sub-role everything): the answer and its reason
+   * when one of them settles the question, else null. Shared constants: the
+   * hot path allocates nothing.
+   */
+  private settledOutsideModel(subject: Subject, domain: string, obj: string, act: string): Explanation | null {
+    if (subject.status === 'deactivated') return SETTLED.deactivated
+    if (!this.isActive(obj, act)) return SETTLED.notInCatalog
+    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return SETTLED.outsideHome
+    if (this.rootRoles.has(subject.sub_role_code)) return SETTLED.root
+    return null
   }
 
   /**
@@ -219,13 +339,11 @@ export class PermissionEngine {
    * Casbin's enforceEx. Off the hot path: only `explain=true` asks.
    */
   explain(subject: Subject, domain: string, obj: string, act: string): Explanation {
-    if (subject.status === 'deactivated') return { allowed: false, reason: { kind: 'none' } }
-    if (!this.isActive(obj, act)) return { allowed: false, reason: { kind: 'not_in_catalog' } }
-    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return { allowed: false, reason: { kind: 'outside_home_domain' } }
-    if (this.rootRoles.has(subject.sub_role_code)) return { allowed: true, reason: { kind: 'root' } }
-    const { enforcer, index, cache } = this.snapshot
+    const settled = this.settledOutsideModel(subject, domain, obj, act)
+    if (settled !== null) return { allowed: settled.allowed, reason: { kind: settled.reason.kind } }
+    const { index, cache } = this.snapshot
     if (cache === null) return explained(subject.id, index.allowed(subject.id, domain, obj, act), index.decidingRule(subject.id, domain, obj, act))
-    const [allowed, rule] = enforcer.enforceExSync(subject.id, domain, obj, act)
+    const [allowed, rule] = this.narrowedEnforce(subject.id, domain, obj, act, true)
     return explained(subject.id, allowed, rule.length > 0 ? rule : null)
   }
 
@@ -237,9 +355,8 @@ export class PermissionEngine {
    * put back before anything else runs.
    */
   decideAfter(subject: Subject, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
-    if (!this.isActive(obj, act) || subject.status === 'deactivated') return false
-    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return false
-    if (this.rootRoles.has(subject.sub_role_code)) return true
+    const settled = this.settledOutsideModel(subject, domain, obj, act)
+    if (settled !== null) return settled.allowed
     const { enforcer, index, cache } = this.snapshot
     if (cache === null) return index.allowedAfter(subject.id, domain, obj, act, changes)
     return withRowsChanged(enforcer.getModel(), changes, () => enforcer.enforceSync(subject.id, domain, obj, act))
@@ -293,14 +410,14 @@ export class PermissionEngine {
   }
 
   private async addRuleRow(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
-    const { enforcer, index, cache } = this.snapshot
+    const { enforcer, index, cache, narrowing } = this.snapshot
     const held = this.heldByIndex(ptype, values)
     if (held === true) return
     if (held === false) {
       const row = appendRow(enforcer.getModel(), ptype, values)
       if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyAdd, 'g', [row])
     } else if (ptype === 'p') {
-      await enforcer.addNamedPolicy('p', ...values)
+      if (await enforcer.addNamedPolicy('p', ...values)) narrowing?.index.add([...values])
     } else {
       await enforcer.addNamedGroupingPolicy('g', ...values)
     }
@@ -310,7 +427,7 @@ export class PermissionEngine {
   }
 
   async removeRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
-    const { enforcer, index, cache, expiries } = this.snapshot
+    const { enforcer, index, cache, expiries, narrowing } = this.snapshot
     if (ptype === 'p' && expiries.size > 0) expiries.clear(values)
     const held = this.heldByIndex(ptype, values)
     if (held === false) return
@@ -318,7 +435,7 @@ export class PermissionEngine {
       removeRows(enforcer.getModel(), ptype, values)
       if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyRemove, 'g', [[...values]])
     } else if (ptype === 'p') {
-      await enforcer.removeNamedPolicy('p', ...values)
+      if (await enforcer.removeNamedPolicy('p', ...values)) narrowing?.index.remove(values)
     } else {
       await enforcer.removeNamedGroupingPolicy('g', ...values)
     }

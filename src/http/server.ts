@@ -7,6 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { buildService, type Service } from '../compose.js'
 import { loadConfig, type Config } from '../config.js'
 import { trustFunction } from '../domain/clientIp.js'
+import { EXIT_MODEL_DECISIONS, ModelDecisionsRefused } from '../modelGate.js'
 import { ServiceError } from '../domain/errors.js'
 import { countAccounts } from '../storage/accounts.js'
 import { StorageUnavailableError, isStorageUnavailable, sqlState } from '../storage/db.js'
@@ -22,7 +23,8 @@ import { ConnectionDrain, EXIT_FORCED, stopGracefully, type Refusal } from './sh
  *
  * Exit codes: 0 stopped cleanly (every request answered, the service closed
  * within SHUTDOWN_TIMEOUT_MS); 1 cannot start (the message says why) or
- * closing failed; 124 (EXIT_FORCED) the shutdown deadline closed connections
+ * closing failed; 78 (EXIT_MODEL_DECISIONS) the model fails its decisions
+ * file (each failing line on stderr); 124 (EXIT_FORCED) the shutdown deadline closed connections
  * with requests unanswered or cut the service's close short.
  */
 
@@ -227,7 +229,7 @@ export async function buildWithRetry(
   let delay = FIRST_RETRY_MS
   for (let attempt = 1; ; attempt++) {
     try {
-      return await build(config, { log })
+      return await build(config, { log, gateModel: true })
     } catch (error) {
       if (!databaseUnreachable(error)) throw error
       if (stop.aborted) return null
@@ -328,7 +330,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       (error: unknown) => {
         const message = error instanceof Error ? error.message : String(error)
         process.stderr.write(`cannot start: ${message}\n`)
-        process.exit(1)
+        process.exit(error instanceof ModelDecisionsRefused ? EXIT_MODEL_DECISIONS : 1)
       },
     )
 }

@@ -4,7 +4,7 @@
  * (user, domain, obj, act) is decided by
  *   1. a plain reading of CONTRACT section 3 written in this file (the oracle),
  *   2. Casbin's enforce() behind the engine's tenant/root/catalog rules,
- *   3. engine.decide() (the decision index, or cached enforce() for other models),
+ *   3. engine.decide() (the decision index, or the candidate index for other models of the family),
  *   4. the check endpoints (check-batch and single check),
  *   5. the effective-permission listing (get-user-permissions),
  *   6. the route guard (for the user's home domain),
@@ -14,7 +14,7 @@
  * Every grant, deny and revoke through the API is first run dry: its preview
  * must name exactly the users whose decision the real command then moves.
  * It runs on the shipped model (index) and on an equivalent model written
- * differently (the enforce() fallback).
+ * differently (the candidate index).
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -388,7 +388,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
 
 t.test('shipped model: the decision index', (t) => differential(t, 'index', {}, 'index'))
 
-t.test('an equivalent model written differently: cached enforce()', async (t) => {
+t.test('an equivalent model written differently: the candidate index', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'model-'))
   const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
   // The same matcher with its two alternatives swapped: not the text the index knows.
@@ -398,5 +398,5 @@ t.test('an equivalent model written differently: cached enforce()', async (t) =>
   )
   t.not(swapped, shipped, 'the model was rewritten')
   writeFileSync(join(dir, 'model.conf'), swapped)
-  await differential(t, 'enforce-cache', { MODEL_PATH: join(dir, 'model.conf') }, 'enforce-cache')
+  await differential(t, 'candidates', { MODEL_PATH: join(dir, 'model.conf') }, 'candidates')
 })
