@@ -35,7 +35,7 @@ COPY package.json ./
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
 COPY console ./console
-COPY model.conf ./
+COPY model.conf model.decisions ./
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 # The embedded store (when DATABASE_URL is unset or pglite://…), its lock and the generated JWT key.

@@ -228,7 +228,7 @@ t.test('.dockerignore keeps the build inputs and drops local state', async (t) =
 
 /**
  * The image's /app, built here: `npm run build` into a folder with only what
- * the final stage copies (package.json, dist/, sql/, model.conf) and the
+ * the final stage copies (package.json, dist/, sql/, console/, model.conf, model.decisions) and the
  * repository's node_modules linked in. Started with plain node, it must
  * answer health checks and localise its errors from the copied locale files.
  */
@@ -241,6 +241,7 @@ t.test('the compiled service runs without src/', { timeout: 170_000 }, async (t)
   }
   cpSync(join(repositoryRoot, 'package.json'), join(app, 'package.json'))
   cpSync(join(repositoryRoot, 'model.conf'), join(app, 'model.conf'))
+  cpSync(join(repositoryRoot, 'model.decisions'), join(app, 'model.decisions'))
   cpSync(join(repositoryRoot, 'sql'), join(app, 'sql'), { recursive: true })
   cpSync(join(repositoryRoot, 'console'), join(app, 'console'), { recursive: true })
   symlinkSync(join(repositoryRoot, 'node_modules'), join(app, 'node_modules'), 'dir')
