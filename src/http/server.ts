@@ -9,6 +9,7 @@ import { loadConfig, type Config } from '../config.js'
 import { ServiceError } from '../domain/errors.js'
 import { countAccounts } from '../storage/accounts.js'
 import { StorageUnavailableError, isStorageUnavailable, sqlState } from '../storage/db.js'
+import { MissingPrivilegesError } from '../storage/privileges.js'
 import { currentRevision } from '../storage/revision.js'
 import app, { BODY_LIMIT } from './app.js'
 import { mapError } from './errors.js'
@@ -20,9 +21,14 @@ import { ConnectionDrain, EXIT_FORCED, stopGracefully, type Refusal } from './sh
  *
  * Exit codes: 0 stopped cleanly (every request answered, the service closed
  * within SHUTDOWN_TIMEOUT_MS); 1 cannot start (the message says why) or
- * closing failed; 124 (EXIT_FORCED) the shutdown deadline closed connections
- * with requests unanswered or cut the service's close short.
+ * closing failed; 77 (EXIT_MISSING_PRIVILEGES) the database role lacks
+ * privileges the service needs (the message names them); 124 (EXIT_FORCED)
+ * the shutdown deadline closed connections with requests unanswered or cut
+ * the service's close short.
  */
+
+/** sysexits' EX_NOPERM: nothing to retry until someone grants what the message names. */
+export const EXIT_MISSING_PRIVILEGES = 77
 
 const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
 
@@ -328,7 +334,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       (error: unknown) => {
         const message = error instanceof Error ? error.message : String(error)
         process.stderr.write(`cannot start: ${message}\n`)
-        process.exit(1)
+        process.exit(error instanceof MissingPrivilegesError ? EXIT_MISSING_PRIVILEGES : 1)
       },
     )
 }
