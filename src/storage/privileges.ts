@@ -28,8 +28,6 @@ export const TABLE_PRIVILEGES = {
   login_failures: ['SELECT', 'INSERT', 'DELETE'],
 } as const satisfies Record<string, readonly TablePrivilege[]>
 
-export type ServiceTable = keyof typeof TABLE_PRIVILEGES
-
 /** The role the service connects as lacks privileges it needs (each as `PRIVILEGE ON object`). */
 export class MissingPrivilegesError extends Error {
   constructor(
@@ -39,7 +37,7 @@ export class MissingPrivilegesError extends Error {
   ) {
     super(
       `the database role "${role}" lacks privileges the service needs in schema "${schema}": ${missing.join(', ')} ` +
-        '(grant them as the README\'s "The audit trail" shows, then start again)',
+        "(the README's GRANT statements for the service's role grant them all)",
     )
     this.name = 'MissingPrivilegesError'
   }
@@ -57,8 +55,7 @@ export async function missingPrivileges(q: Queryable): Promise<{ role: string; s
     "SELECT current_user AS role, current_schema() AS schema, current_setting('search_path') AS search_path",
   )
   const { role, schema, search_path: searchPath } = where[0] as { role: string; schema: string | null; search_path: string }
-  // A schema the role may not use drops out of its search path: current_schema() is null (or another schema, whose
-  // tables then do not exist and the migrations fail on their own).
+  // A schema the role may not use drops out of its search path: with none left, current_schema() is null.
   if (schema === null) return { role, schema: searchPath, missing: [`USAGE ON SCHEMA ${searchPath}`] }
   const names: string[] = []
   const privileges: string[] = []

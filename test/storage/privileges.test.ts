@@ -103,6 +103,11 @@ t.test('PostgreSQL: a role lacking a privilege is refused at start-up, naming it
   )
   await db.query(`GRANT USAGE ON SEQUENCE casbin_rule_id_seq TO ${service.role}`)
   await db.query(`GRANT DELETE ON permission_overrides TO ${service.role}`)
+  await db.query(`REVOKE USAGE ON SCHEMA ${schema} FROM ${service.role}`)
+  const fresh = openPostgres({ url: setup.url, max: 1 })
+  t.teardown(() => fresh.close())
+  t.same((await missingPrivileges(fresh)).missing, [`USAGE ON SCHEMA ${schema}`], 'the schema itself')
+  await db.query(`GRANT USAGE ON SCHEMA ${schema} TO ${service.role}`)
 
   await db.query(`REVOKE DELETE ON login_failures FROM ${service.role}`)
   const server = await startServer(t, { env: setup.env, waitUntilHealthy: false })
