@@ -20,6 +20,7 @@ import type { Database, Queryable } from './storage/db.js'
 import { migrate } from './storage/migrate.js'
 import { openPostgres } from './storage/pg.js'
 import { openPGlite } from './storage/pglite.js'
+import { requirePrivileges } from './storage/privileges.js'
 import { currentRevision } from './storage/revision.js'
 import { listSubRoles } from './storage/subRoles.js'
 
@@ -84,6 +85,8 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
   let expiry: OverrideExpiry | null = null
   const clock = options.clock ?? systemClock
   try {
+    // Before the migrations, which would stop at the first table refused with a bare "permission denied".
+    if (db.kind === 'postgres') await requirePrivileges(db)
     await migrate(db)
     const model = readModel(config.modelPath)
     if (options.gateModel === true) await gateModelDecisions(config, db, options.log)

@@ -26,6 +26,11 @@ export class ServiceMetrics {
 
   constructor(replica: Replica, poolStats: () => PoolStats | null) {
     collectDefaultMetrics({ register: this.registry, prefix: 'aps_' })
+    // prom-client adds gauges named `…_total` (active handles, requests, resources: the sums of the
+    // per-type gauges beside them); Prometheus reserves `_total` for counters and promtool refuses them.
+    for (const metric of this.registry.getMetricsAsArray()) {
+      if (metric instanceof Gauge && metric.name.endsWith('_total')) this.registry.removeSingleMetric(metric.name)
+    }
     this.duration = new LatencyHistogram(
       'aps_http_request_duration_seconds',
       'Time from receiving a request to sending its answer, per route, method and status',
@@ -70,12 +75,13 @@ export class ServiceMetrics {
         this.set(replica.lagMs / 1000)
       },
     })
-    new Gauge({
-      name: 'aps_policy_reloads',
+    new Counter({
+      name: 'aps_policy_reloads_total',
       help: 'Full reloads of the policy since start (a gap in the change feed, a failed in-place change, an operator)',
       registers: [this.registry],
       collect() {
-        this.set(replica.reloads)
+        this.reset()
+        this.inc(replica.reloads)
       },
     })
     new Gauge({

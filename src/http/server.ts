@@ -11,6 +11,7 @@ import { EXIT_MODEL_DECISIONS, ModelDecisionsRefused } from '../modelGate.js'
 import { ServiceError } from '../domain/errors.js'
 import { countAccounts } from '../storage/accounts.js'
 import { StorageUnavailableError, isStorageUnavailable, sqlState } from '../storage/db.js'
+import { MissingPrivilegesError } from '../storage/privileges.js'
 import { currentRevision } from '../storage/revision.js'
 import app, { BODY_LIMIT } from './app.js'
 import { closeAfterLinger, httpTimeouts, limitConnections } from './connectionLimits.js'
@@ -23,10 +24,15 @@ import { ConnectionDrain, EXIT_FORCED, stopGracefully, type Refusal } from './sh
  *
  * Exit codes: 0 stopped cleanly (every request answered, the service closed
  * within SHUTDOWN_TIMEOUT_MS); 1 cannot start (the message says why) or
- * closing failed; 78 (EXIT_MODEL_DECISIONS) the model fails its decisions
- * file (each failing line on stderr); 124 (EXIT_FORCED) the shutdown deadline closed connections
- * with requests unanswered or cut the service's close short.
+ * closing failed; 77 (EXIT_MISSING_PRIVILEGES) the database role lacks
+ * privileges the service needs (the message names them); 78
+ * (EXIT_MODEL_DECISIONS) the model fails its decisions file (each failing
+ * line on stderr); 124 (EXIT_FORCED) the shutdown deadline closed
+ * connections with requests unanswered or cut the service's close short.
  */
+
+/** sysexits' EX_NOPERM: nothing to retry until someone grants what the message names. */
+export const EXIT_MISSING_PRIVILEGES = 77
 
 const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
 
@@ -330,7 +336,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       (error: unknown) => {
         const message = error instanceof Error ? error.message : String(error)
         process.stderr.write(`cannot start: ${message}\n`)
-        process.exit(error instanceof ModelDecisionsRefused ? EXIT_MODEL_DECISIONS : 1)
+        process.exit(
+          error instanceof MissingPrivilegesError ? EXIT_MISSING_PRIVILEGES : error instanceof ModelDecisionsRefused ? EXIT_MODEL_DECISIONS : 1,
+        )
       },
     )
 }

@@ -30,7 +30,9 @@ t.test('GET /metrics', async (t) => {
   t.equal(sample(text, 'aps_logins_total{outcome="failure"}'), 1, 'login failures')
   t.equal(sample(text, 'aps_policy_revision'), ta.service.replica.revision, 'the applied revision')
   t.ok((sample(text, 'aps_policy_revision_unconfirmed_seconds') ?? -1) >= 0, 'and how long since it was confirmed')
-  t.equal(sample(text, 'aps_policy_reloads'), 0)
+  t.equal(sample(text, 'aps_policy_reloads_total'), 0)
+  t.match(text, /^# TYPE aps_policy_reloads_total counter$/m, 'reloads are a counter')
+  t.notMatch(text, /^# TYPE \S+_total gauge$/m, 'no gauge is named like a counter')
   t.match(text, /aps_process_cpu_seconds_total/, 'process metrics')
   if (ta.service.db.kind === 'postgres') t.ok((sample(text, 'aps_db_pool_connections{state="total"}') ?? -1) >= 1, 'pool use')
 })
@@ -44,6 +46,14 @@ t.test('METRICS_TOKEN guards /metrics', async (t) => {
   const ok = await ta.call({ method: 'GET', url: '/metrics', token })
   t.equal(ok.statusCode, 200)
   t.match(ok.body, /aps_policy_revision/)
+  for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+    const res = await ta.call({ method: 'GET', url: '/metrics', token: null, headers: { authorization: `${scheme} ${token}` } })
+    t.equal(res.statusCode, 200, `the scheme's name in any case: ${scheme}`)
+  }
+  for (const header of [`Basic ${token}`, `Bearer${token}`, 'Bearer ', 'bearer', token]) {
+    const res = await ta.call({ method: 'GET', url: '/metrics', token: null, headers: { authorization: header } })
+    t.equal(res.statusCode, 401, `refused: ${JSON.stringify(header)}`)
+  }
 })
 
 t.test('CORS: off by default, the listed origins only when on', async (t) => {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { buildService } from '../../src/compose.js'
 import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
@@ -7,21 +6,7 @@ import { loginLimits } from '../../src/domain/loginLimits.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { openPostgres } from '../../src/storage/pg.js'
 import { ROOT_EMAIL, ROOT_PASSWORD, backend, freshDatabase, postgresUrl, testConfig } from '../helper.js'
-
-/** The README's GRANT statements, for a schema and a role. */
-export function serviceRoleGrants(schema: string, role: string): string[] {
-  return [
-    `GRANT USAGE ON SCHEMA ${schema} TO ${role}`,
-    `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.admin_accounts, ${schema}.merchants, ${schema}.sub_roles, ${schema}.casbin_rule, ${schema}.permission_overrides, ${schema}.permission_catalog TO ${role}`,
-    `GRANT SELECT, UPDATE ON ${schema}.store_revision TO ${role}`,
-    `GRANT SELECT ON ${schema}.schema_migrations TO ${role}`,
-    `GRANT SELECT, INSERT ON ${schema}.permission_audit TO ${role}`,
-    `GRANT SELECT, INSERT, DELETE ON ${schema}.store_changes TO ${role}`,
-    `GRANT SELECT, INSERT, DELETE ON ${schema}.login_failures TO ${role}`,
-    `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.login_successes TO ${role}`,
-    `GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${role}`,
-  ]
-}
+import { readmeServiceRole } from '../support/serviceRole.js'
 
 t.test('the service runs as a role that may only insert and read audit rows', async (t) => {
   if (backend !== 'postgres' || postgresUrl === undefined) {
@@ -32,14 +17,7 @@ t.test('the service runs as a role that may only insert and read audit rows', as
   const db = await freshDatabase(t)
   await migrate(db)
   const schema = db.schema as string
-  const role = `aps_service_${randomBytes(4).toString('hex')}`
-  const password = randomBytes(12).toString('hex')
-  await db.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
-  t.teardown(async () => {
-    await db.query(`DROP OWNED BY ${role}`)
-    await db.query(`DROP ROLE ${role}`)
-  })
-  for (const statement of serviceRoleGrants(schema, role)) await db.query(statement)
+  const { role, password } = await readmeServiceRole(t, db, schema, postgresUrl)
   const url = new URL(postgresUrl)
   url.username = role
   url.password = password

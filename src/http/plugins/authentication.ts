@@ -86,7 +86,7 @@ interface TokenClaims {
   cv?: unknown
 }
 
-const BEARER_PREFIX = 'Bearer '
+export const BEARER_PREFIX = 'Bearer '
 const JWT_SHAPE = /^[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*$/
 
 /**
@@ -95,7 +95,7 @@ const JWT_SHAPE = /^[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*$/
  * cache miss: a header seen before, whatever its spelling, is found in the
  * cache as it is, with no string made.
  */
-function isBearer(header: string): boolean {
+export function isBearer(header: string): boolean {
   if (header.startsWith(BEARER_PREFIX)) return true
   return header.length > BEARER_PREFIX.length && header.slice(0, BEARER_PREFIX.length).toLowerCase() === 'bearer '
 }

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneF
 import fp from 'fastify-plugin'
 import { ServiceError } from '../../domain/errors.js'
 import type { ServiceMetrics } from '../metrics.js'
-import { asArray } from './authentication.js'
+import { BEARER_PREFIX, asArray, isBearer } from './authentication.js'
 
 export interface MetricsOptions {
   metrics: ServiceMetrics
@@ -37,11 +37,13 @@ const metricsPlugin: FastifyPluginAsync<MetricsOptions> = async (app, { metrics,
     route.onResponse = [...asArray(route.onResponse), hook]
   })
 
-  const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`)
-  // Compared in constant time: the scrape token guards what the service reveals about its load and policy.
+  const expected = token === undefined ? undefined : Buffer.from(token)
+  // The scheme's name in any case (RFC 7235), as for the API's tokens; the token compared in constant
+  // time: it guards what the service reveals about its load and policy.
   const authorised = (header: string | undefined): boolean => {
     if (expected === undefined) return true
-    const given = Buffer.from(header ?? '')
+    if (header === undefined || !isBearer(header)) return false
+    const given = Buffer.from(header.slice(BEARER_PREFIX.length).trim())
     return given.length === expected.length && timingSafeEqual(given, expected)
   }
   app.get(
