@@ -72,9 +72,13 @@ export function cheapPasswords(): PasswordHasher {
   return createPasswordHasher({ ...ARGON2_PARAMETERS, memoryCost: 1024, timeCost: 1 } as unknown as typeof ARGON2_PARAMETERS)
 }
 
-/** The API's own routes: the documentation UI's static files are not part of the contract. */
+/**
+ * The API's own routes and the console's files: the documentation UI's static
+ * files are not part of the contract, and the bare `/console` only redirects
+ * (302, no body) to `/console/`, which is kept.
+ */
 export const apiRoutes = (routes: readonly DeclaredRoute[]): DeclaredRoute[] =>
-  routes.filter((r) => r.url !== '/docs' && !r.url.startsWith('/docs/'))
+  routes.filter((r) => r.url !== '/docs' && !r.url.startsWith('/docs/') && r.url !== '/console')
 
 /** Tables whose rows only a successful command may change. */
 export const GUARDED_TABLES = [
