@@ -11,6 +11,7 @@ interface Operation {
   parameters?: Array<{ name: string; in: string; example?: unknown; schema?: { examples?: unknown[] } }>
   requestBody?: { content: Record<string, { example?: unknown }> }
 }
+const es = JSON.parse(readFileSync(new URL('../../src/http/i18n/es.json', import.meta.url), 'utf8')) as { errors: Record<string, string> }
 const doc = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, Operation>> }
 
 const PARAMETER_VALUES: Record<string, string> = {
@@ -59,6 +60,18 @@ t.test('every route refuses a query parameter it does not declare', async (t) =>
 
   const declared = await fastify.inject({ method: 'GET', url: '/v2/admin/accounts?page=1&lang=es', headers: { authorization: `Bearer ${token}` } })
   t.equal(declared.statusCode, 200, 'declared parameters still pass')
+
+  // `lang` is every route's, declared or not: a refusal still comes in the asked locale.
+  const ready = await fastify.inject({ method: 'GET', url: '/readyz?lang=es' })
+  t.equal(ready.statusCode, 200, '/readyz takes lang')
+  const login = await fastify.inject({
+    method: 'POST',
+    url: '/v2/auth/login?lang=es',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ command: 'login', data: { email: 'nobody@example.com', password: 'wrong-password' } }),
+  })
+  t.equal(login.statusCode, 401, 'a POST with lang reaches its command')
+  t.equal(login.json().response_text, es.errors.BAD_CREDENTIALS, 'and answers in the asked locale')
 
   const foreign = routes.filter((r) => r.foreignQuery)
   t.ok(foreign.length > 0, 'the forward-auth prefix form is declared')
