@@ -71,19 +71,19 @@ export function Pager({ page, onPage }) {
  */
 export function DomainPicker({ id, value, onChange }) {
   const { t, me, can } = useContext(Ctx)
-  const [merchants] = useLoad(
-    () => (me.principal_type === 'system_owner' && can('merchant:onboard') ? api('GET', '/v2/admin/merchants', { query: { page_size: 100 } }) : Promise.resolve(null)),
-    [],
-  )
+  const listsMerchants = me.principal_type === 'system_owner' && can('merchant:onboard')
+  const [merchants] = useLoad(() => (listsMerchants ? api('GET', '/v2/admin/merchants', { query: { page_size: 100 } }) : Promise.resolve(null)), [])
   if (me.principal_type === 'merchant') return null
-  if (merchants === null) {
+  if (!listsMerchants) {
     return html`<label for=${id}>${t('domain')}</label>
       <input id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value || 'global')} />`
   }
+  // While the list loads the picker is a select already, disabled, so that it never changes kind under the user's hand.
+  const ids = merchants === null ? (value === 'global' ? [] : [value]) : merchants.items.map((m) => m.merchant_id)
   return html`<label for=${id}>${t('domain')}</label>
-    <select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
+    <select id=${id} value=${value} disabled=${merchants === null} aria-busy=${merchants === null} onChange=${(e) => onChange(e.currentTarget.value)}>
       <option value="global" selected=${value === 'global'}>global</option>
-      ${merchants.items.map((m) => html`<option value=${m.merchant_id} selected=${value === m.merchant_id}>${m.merchant_id}</option>`)}
+      ${ids.map((m) => html`<option value=${m} selected=${value === m}>${m}</option>`)}
     </select>`
 }
 
