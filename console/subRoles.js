@@ -1,6 +1,6 @@
 // Sub-roles: the list in a domain, creation with a label, and the permission
 // matrix where each grant or revoke is previewed (dry run) before it is saved.
-import { html, useContext, useState } from './preact-htm.js'
+import { html, useContext, useEffect, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { Ctx, DomainPicker, Notice, Pager, errorText, homeDomain, useCatalog, useFormAction, useLoad } from './ui.js'
 
@@ -47,6 +47,9 @@ function Matrix({ role, domain }) {
   const [notice, setNotice] = useState({})
   const scoped = me.principal_type === 'system_owner' ? { domain } : {}
   const [granted, error, reload] = useLoad(() => api('GET', `/v2/admin/permissions/roles/${role.code}`, { query: scoped }), [role.code, domain, lang])
+  // A saved change is shown at once, not only when the reload after it answers; the next load is the truth again.
+  const [applied, setApplied] = useState({})
+  useEffect(() => setApplied({}), [granted])
   if (catalog === null || granted === null) return html`<${Notice} error=${error} />`
   const holds = new Set(granted.permissions.map((p) => `${p.obj}:${p.act}`))
   const writes = (action) => (action === 'grant' ? ['POST', 'grant', 'grant-role-permission'] : ['DELETE', 'revoke', 'revoke-role-permission'])
@@ -69,6 +72,7 @@ function Matrix({ role, domain }) {
   const save = async () => {
     try {
       await call(pending.action, pending.entry, false)
+      setApplied((shown) => ({ ...shown, [`${pending.entry.obj}:${pending.entry.act}`]: pending.action === 'grant' }))
       setPending(null)
       setNotice({ status: t('saved') })
       reload()
@@ -91,7 +95,7 @@ function Matrix({ role, domain }) {
           ${entries.map((entry) => {
             const key = `${entry.obj}:${entry.act}`
             const id = `perm-${key.replace(/[^a-z0-9]/gi, '-')}`
-            const shown = pending && `${pending.entry.obj}:${pending.entry.act}` === key ? pending.action === 'grant' : holds.has(key)
+            const shown = pending && `${pending.entry.obj}:${pending.entry.act}` === key ? pending.action === 'grant' : key in applied ? applied[key] : holds.has(key)
             return html`<div class="check" key=${key}>
               <input
                 type="checkbox"
