@@ -44,7 +44,6 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
       config: { permission: routePermissions.adminRegister },
       schema: {
         tags: ['accounts'],
-        summary: 'register-admin: create a sub-account below super_admin',
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: RegisterBody,
@@ -63,7 +62,6 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
       config: { permission: routePermissions.merchantOnboard, principalTypes: ['system_owner'] },
       schema: {
         tags: ['accounts'],
-        summary: 'onboard-merchant: create a merchant and its super_admin',
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: OnboardBody,

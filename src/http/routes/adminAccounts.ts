@@ -35,7 +35,6 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
       config: { permission: routePermissions.adminRead },
       schema: {
         tags: ['accounts'],
-        summary: 'list-admins: accounts, newest first, filtered by merchant, sub-role, status and a search in e-mail or name',
         security: bearer,
         querystring: AccountsQuery,
         response: responses(200, Type.Object({ items: Type.Array(Account), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() })),
@@ -48,7 +47,7 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
     '/v2/admin/accounts/:userId',
     {
       config: { permission: routePermissions.adminRead },
-      schema: { tags: ['accounts'], summary: 'get-admin: one account', security: bearer, params: UserParams, querystring: ReadQuery(), response: responses(200, Account, [404]) },
+      schema: { tags: ['accounts'], security: bearer, params: UserParams, querystring: ReadQuery(), response: responses(200, Account, [404]) },
     },
     async (request) => success(await getAccount(ctx, callerOf(request), request.params.userId)),
   )
@@ -59,7 +58,6 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
       config: { permission: routePermissions.adminManage },
       schema: {
         tags: ['accounts'],
-        summary: 'change-sub-role: move an account to another sub-role in its home domain',
         security: bearer,
         params: UserParams,
         querystring: Type.Object({ lang: Lang }),
@@ -80,7 +78,6 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
         config: { permission: routePermissions.adminManage },
         schema: {
           tags: ['accounts'],
-          summary: `${command}: ${status === 'active' ? 'switch an account on again' : "switch an account off: its tokens and logins are refused at once"}`,
           security: bearer,
           params: UserParams,
           querystring: Type.Object({ lang: Lang }),

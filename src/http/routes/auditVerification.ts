@@ -23,7 +23,6 @@ export const auditVerificationRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandCo
       config: { permission: routePermissions.permissionRead, principalTypes: ['system_owner'] },
       schema: {
         tags: ['permissions'],
-        summary: 'verify-audit-chain: walk the hash chain of the whole audit trail',
         security: bearer,
         querystring: ReadQuery(),
         response: responses(200, AuditVerificationData),

@@ -43,7 +43,6 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMin
       },
       schema: {
         tags: ['auth'],
-        summary: 'Exchange e-mail and password for an access token',
         querystring: Type.Object({ lang: Lang }),
         body: LoginBody,
         response: responses(200, TokenData, [429]),

@@ -119,7 +119,6 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       config: { failClosedWhenStale: true },
       schema: {
         tags: ['authz'],
-        summary: "Forward auth for proxies: 204 when the caller's own token may do the pair, 403 when not, 401 without a valid token",
         security: bearer,
         querystring: VerifyQuery,
         response: { 204: Type.Null({ description: 'Allowed' }), 401: Type.Ref('ErrorEnvelope'), 403: Type.Ref('ErrorEnvelope') },
@@ -140,7 +139,6 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       config: { failClosedWhenStale: true },
       schema: {
         tags: ['authz'],
-        summary: 'May this user do obj:act in this domain?',
         security: bearer,
         querystring: CheckQuery,
         response: responses(200, Type.Object({ allowed: Type.Boolean(), reason: Type.Optional(CheckReason) }), [404]),
@@ -172,7 +170,6 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       // OpenAPI has no wildcard paths: the README and gateway/ document this form.
       hide: true,
       tags: ['authz'],
-      summary: 'Forward auth in prefix form (Envoy ext_authz over HTTP): the original request is the path after the prefix, decided by the route map',
       security: bearer,
       response: { 200: Type.Null({ description: 'Allowed' }), 401: Type.Ref('ErrorEnvelope'), 403: Type.Ref('ErrorEnvelope') },
     },
@@ -191,7 +188,6 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       config: { failClosedWhenStale: true, minRevisionInBody: true },
       schema: {
         tags: ['authz'],
-        summary: 'check-batch: up to 100 checks for one subject, in request order',
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: BatchBody,

@@ -12,14 +12,14 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ readiness: () => Promise<
 ) => {
   app.get(
     '/healthz',
-    { config: { public: true }, schema: { tags: ['health'], summary: 'The process is up', response: { 200: Status } } },
+    { config: { public: true }, schema: { tags: ['health'], response: { 200: Status } } },
     async () => success({ status: 'ok' }),
   )
   app.get(
     '/readyz',
     {
       config: { public: true },
-      schema: { tags: ['health'], summary: 'The database answers and the policy is loaded and confirmed current', response: { 200: Status, 503: Type.Ref('ErrorEnvelope') } },
+      schema: { tags: ['health'], response: { 200: Status, 503: Type.Ref('ErrorEnvelope') } },
     },
     async () => {
       const state = await readiness()

@@ -19,7 +19,6 @@ export const merchantRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> 
       config: { permission: routePermissions.merchantOnboard, principalTypes: ['system_owner'] },
       schema: {
         tags: ['accounts'],
-        summary: 'list-merchants: by id, filtered by an id prefix',
         security: bearer,
         querystring: MerchantsQuery,
         response: responses(200, Type.Object({ items: Type.Array(MerchantItem), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() })),

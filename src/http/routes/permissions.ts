@@ -31,18 +31,16 @@ const LangQuery = Type.Object({ lang: Lang })
 const DomainQuery = ReadQuery({ domain: Type.Optional(Domain) })
 
 export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
-  const roleCommand = (name: string, summary: string) => ({
+  const roleCommand = (name: string) => ({
     tags: ['permissions'],
-    summary,
     security: bearer,
     params: RoleParams,
     querystring: LangQuery,
     body: pairCommand(name),
     response: responses(200, RoleChangeData, [404, 413, 415]),
   })
-  const userCommand = (name: string, summary: string, body = pairCommand(name)) => ({
+  const userCommand = (name: string, body = pairCommand(name)) => ({
     tags: ['permissions'],
-    summary,
     security: bearer,
     params: UserParams,
     querystring: LangQuery,
@@ -52,27 +50,27 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
 
   app.post(
     '/v2/admin/permissions/roles/:subRoleCode/grant',
-    { config: { permission: routePermissions.permissionAssign }, schema: roleCommand('grant-role-permission', 'grant-role-permission') },
+    { config: { permission: routePermissions.permissionAssign }, schema: roleCommand('grant-role-permission') },
     async (request) => success(await grantRolePermission(ctx, callerOf(request), request.params.subRoleCode, request.body.data)),
   )
   app.delete(
     '/v2/admin/permissions/roles/:subRoleCode/revoke',
-    { config: { permission: routePermissions.permissionRevoke }, schema: roleCommand('revoke-role-permission', 'revoke-role-permission') },
+    { config: { permission: routePermissions.permissionRevoke }, schema: roleCommand('revoke-role-permission') },
     async (request) => success(await revokeRolePermission(ctx, callerOf(request), request.params.subRoleCode, request.body.data)),
   )
   app.post(
     '/v2/admin/permissions/users/:userId/grant',
-    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('grant-user-permission', 'grant-user-permission: allow override', overrideCommand('grant-user-permission')) },
+    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('grant-user-permission', overrideCommand('grant-user-permission')) },
     async (request) => success(await setUserPermission(ctx, callerOf(request), request.params.userId, request.body.data, 'allow')),
   )
   app.post(
     '/v2/admin/permissions/users/:userId/deny',
-    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('deny-user-permission', 'deny-user-permission: deny override', overrideCommand('deny-user-permission')) },
+    { config: { permission: routePermissions.permissionAssign }, schema: userCommand('deny-user-permission', overrideCommand('deny-user-permission')) },
     async (request) => success(await setUserPermission(ctx, callerOf(request), request.params.userId, request.body.data, 'deny')),
   )
   app.delete(
     '/v2/admin/permissions/users/:userId/revoke',
-    { config: { permission: routePermissions.permissionRevoke }, schema: userCommand('revoke-user-permission', 'revoke-user-permission: remove the override') },
+    { config: { permission: routePermissions.permissionRevoke }, schema: userCommand('revoke-user-permission') },
     async (request) => success(await revokeUserPermission(ctx, callerOf(request), request.params.userId, request.body.data)),
   )
 
@@ -82,7 +80,6 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
       config: { permission: routePermissions.permissionRead },
       schema: {
         tags: ['permissions'],
-        summary: 'get-permission-catalog',
         security: bearer,
         querystring: ReadQuery(),
         response: responses(200, Type.Object({ items: Type.Array(CatalogItem) })),
@@ -96,7 +93,6 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
       config: { permission: routePermissions.permissionRead },
       schema: {
         tags: ['permissions'],
-        summary: 'get-role-permissions',
         security: bearer,
         params: RoleParams,
         querystring: DomainQuery,
@@ -112,7 +108,6 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
       config: { permission: routePermissions.permissionRead },
       schema: {
         tags: ['permissions'],
-        summary: 'get-user-permissions: effective set',
         security: bearer,
         params: UserParams,
         querystring: DomainQuery,
@@ -129,7 +124,6 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
       config: { permission: routePermissions.permissionRead },
       schema: {
         tags: ['permissions'],
-        summary: 'list-permission-holders: every active user a check allows the pair in the domain, by e-mail',
         security: bearer,
         querystring: HoldersQuery,
         response: responses(200, HoldersData, [404]),
@@ -144,7 +138,6 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
       config: { permission: routePermissions.permissionRead },
       schema: {
         tags: ['permissions'],
-        summary: 'get-permission-audit: newest first, filters combine with AND',
         security: bearer,
         querystring: AuditQuery,
         response: responses(

@@ -24,15 +24,11 @@ export const policyExportRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
       config: { permission: routePermissions.permissionRead, principalTypes: ['system_owner'] },
       schema: {
         tags: ['permissions'],
-        summary: 'export-policy: the policy as Casbin CSV for model.conf (system-owner super_admin only)',
         security: bearer,
         querystring: ReadQuery({ domain: Type.Optional(Domain) }),
         response: {
           ...responses(200, Type.Null(), [404]),
           200: {
-            description:
-              'a header (`# policy-format: 1`, `# scope: all` or `# scope: domain <id>`), then p and g lines, sorted, an override that expires ' +
-              'after its `# expires_at <RFC 3339>` comment; with domain, the rows of that domain and of global',
             content: { 'text/csv': { schema: Type.String() } },
           },
         },

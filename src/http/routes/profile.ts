@@ -35,7 +35,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
     {
       schema: {
         tags: ['profile'],
-        summary: "change-password: the caller's own; every token issued before is refused afterwards (the answer carries a fresh one)",
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: PasswordBody,
@@ -54,7 +53,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
     {
       schema: {
         tags: ['profile'],
-        summary: "The caller's own account",
         security: bearer,
         querystring: ReadQuery(),
         response: responses(200, Account),
@@ -67,7 +65,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
     {
       schema: {
         tags: ['profile'],
-        summary: "The caller's own effective permissions",
         security: bearer,
         querystring: ReadQuery({ domain: Type.Optional(Domain) }),
         response: responses(200, UserPermissionsData, [404]),

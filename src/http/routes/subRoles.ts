@@ -37,7 +37,6 @@ export const subRoleRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
       config: { permission: routePermissions.permissionRead },
       schema: {
         tags: ['permissions'],
-        summary: 'list-sub-roles: the sub-roles known in a domain, by code, with their members and grants there',
         security: bearer,
         querystring: SubRolesQuery,
         response: responses(200, Type.Object({ items: Type.Array(SubRoleItem), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() }), [404]),
@@ -52,7 +51,6 @@ export const subRoleRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
       config: { permission: routePermissions.permissionAssign },
       schema: {
         tags: ['permissions'],
-        summary: 'create-sub-role: a sub-role with a label, before anyone holds it',
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: CreateSubRoleBody,
