@@ -1,5 +1,6 @@
 import type { RouteOptions } from 'fastify'
 import { errorTable, type ErrorCode } from '../../domain/errors.js'
+import { revisionChecks } from '../plugins/revision.js'
 
 /** What each error means, as the document says it (the README's table of response codes, in short). */
 export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
@@ -90,11 +91,9 @@ export function routeErrors(route: Pick<RouteOptions, 'method' | 'url' | 'config
   errors.push('UNAUTHENTICATED', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'STORAGE_UNAVAILABLE')
   if (config.principalTypes !== undefined) errors.push('PRINCIPAL_TYPE_DENIED')
   if (config.permission !== undefined) errors.push('PERMISSION_DENIED')
-  if (config.failClosedWhenStale === true) errors.push('POLICY_STALE')
-  const reads = methods.some((m) => m === 'GET' || m === 'HEAD')
-  if ((reads && route.url.startsWith('/v2/') && config.foreignQuery !== true) || config.minRevisionInBody === true) {
-    errors.push('REVISION_NOT_REACHED')
-  }
+  const revision = revisionChecks(route)
+  if (revision.failClosed) errors.push('POLICY_STALE')
+  if (revision.minRevisionFromQuery || revision.minRevisionFromBody) errors.push('REVISION_NOT_REACHED')
   return errors
 }
 

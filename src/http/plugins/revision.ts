@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Replica } from '../../commands/replica.js'
 import { ServiceError } from '../../domain/errors.js'
@@ -22,6 +22,32 @@ export interface RevisionOptions {
 }
 
 const WHOLE_NUMBER = /^\d{1,15}$/
+
+/** Which revision checks a route gets: the hooks below and the errors its OpenAPI entry lists both read this. */
+export interface RevisionChecks {
+  /** Refuses with 503 `903` while the policy is unconfirmed. */
+  failClosed: boolean
+  /** Waits for the query string's `min_revision`. */
+  minRevisionFromQuery: boolean
+  /** Waits for the command's `data.min_revision`. */
+  minRevisionFromBody: boolean
+}
+
+/**
+ * Every GET (and HEAD) under /v2 waits for its `min_revision`, unless its
+ * query string is a proxied client's; a route may read it from its body
+ * instead; a decision route fails closed. Public routes get none of these.
+ */
+export function revisionChecks(route: Pick<RouteOptions, 'method' | 'url' | 'config'>): RevisionChecks {
+  const config = route.config ?? {}
+  if (config.public === true) return { failClosed: false, minRevisionFromQuery: false, minRevisionFromBody: false }
+  const reads = asArray(route.method).some((m) => m === 'GET' || m === 'HEAD')
+  return {
+    failClosed: config.failClosedWhenStale === true,
+    minRevisionFromQuery: reads && route.url.startsWith('/v2/') && config.foreignQuery !== true,
+    minRevisionFromBody: config.minRevisionInBody === true,
+  }
+}
 
 /**
  * Read your writes and fail closed, per route, attached when each route is
@@ -63,13 +89,10 @@ const revisionPlugin: FastifyPluginAsync<RevisionOptions> = async (app, { replic
   }
 
   app.addHook('onRoute', (route) => {
-    if (route.config?.public === true) return
-    const stale = route.config?.failClosedWhenStale === true
-    const reads = asArray(route.method).some((m) => m === 'GET' || m === 'HEAD')
-    const query = reads && route.url.startsWith('/v2/') && route.config?.foreignQuery !== true
+    const { failClosed: stale, minRevisionFromQuery: query, minRevisionFromBody: body } = revisionChecks(route)
     const hook = stale && query ? failClosedThenQuery : stale ? failClosed : query ? fromQuery : null
     if (hook !== null) route.onRequest = [...asArray(route.onRequest), hook]
-    if (route.config?.minRevisionInBody === true) route.preHandler = [...asArray(route.preHandler), fromBody]
+    if (body) route.preHandler = [...asArray(route.preHandler), fromBody]
   })
 }
 
