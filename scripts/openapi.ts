@@ -1,6 +1,7 @@
 /**
  * `npm run openapi`: writes openapi.json and docs/api.md from the real app,
- * over a throwaway in-memory database. The configuration is fixed here, not
+ * over a throwaway in-memory database, and docs/errors.md from the error
+ * table. The configuration is fixed here, not
  * read from the environment, so the files hold nothing of this machine.
  */
 import { randomBytes } from 'node:crypto'

@@ -1,47 +1,92 @@
+/** What the table says of one error. */
+export interface ErrorEntry {
+  /** The HTTP status it is answered with. */
+  readonly status: number
+  /** Other statuses that carry the same code, where the status says which failure it was. */
+  readonly alsoStatuses?: readonly number[]
+  /** The `response_code` clients see: stable, never reused for another meaning. */
+  readonly responseCode: string
+  /** What it means, for people reading the API's documentation (not the localised `response_text`). */
+  readonly meaning: string
+}
+
 /**
- * Every error the service answers with has a stable code. The table gives its
- * HTTP status and the `response_code` clients see; the message text comes from
- * the locale files (key `errors.<code>`). The README lists the same table.
+ * Every error the service answers with has a stable code. This table is the
+ * one source of its documentation: the status and `response_code` the
+ * mapper answers with, and the meaning the OpenAPI document and
+ * docs/errors.md give (both written by `npm run openapi`). Each locale file
+ * holds exactly these codes under `errors.<code>`, the localised text (a
+ * test checks it).
  */
 export const errorTable = {
-  VALIDATION_FAILED: { status: 400, responseCode: '100' },
-  MALFORMED_BODY: { status: 400, responseCode: '101' },
-  COMMAND_MISMATCH: { status: 400, responseCode: '102' },
-  ROOT_ROLE_NOT_REGISTRABLE: { status: 400, responseCode: '103' },
-  PERMISSION_NOT_IN_CATALOG: { status: 400, responseCode: '104' },
-  ROOT_ROLE_NOT_GRANTABLE: { status: 400, responseCode: '105' },
-  OVERRIDE_OUTSIDE_HOME_DOMAIN: { status: 400, responseCode: '106' },
-  LOGIN_UNAVAILABLE: { status: 400, responseCode: '107' },
-  ROOT_ROLE_NOT_CHANGEABLE: { status: 400, responseCode: '108' },
-  CURRENT_PASSWORD_WRONG: { status: 400, responseCode: '109' },
-  EXPIRY_NOT_IN_FUTURE: { status: 400, responseCode: '110' },
-  UNAUTHENTICATED: { status: 401, responseCode: '200' },
-  INVALID_TOKEN: { status: 401, responseCode: '201' },
-  TOKEN_EXPIRED: { status: 401, responseCode: '202' },
-  BAD_CREDENTIALS: { status: 401, responseCode: '203' },
-  PERMISSION_DENIED: { status: 403, responseCode: '300' },
-  PRINCIPAL_TYPE_DENIED: { status: 403, responseCode: '301' },
-  PRIVILEGE_ESCALATION: { status: 403, responseCode: '302' },
-  ORIGINAL_PATH_AMBIGUOUS: { status: 403, responseCode: '303' },
-  ROUTE_NOT_FOUND: { status: 404, responseCode: '400' },
-  USER_NOT_FOUND: { status: 404, responseCode: '401' },
-  MERCHANT_NOT_FOUND: { status: 404, responseCode: '402' },
-  SUB_ROLE_NOT_FOUND: { status: 404, responseCode: '403' },
-  EMAIL_TAKEN: { status: 409, responseCode: '500' },
-  MERCHANT_EXISTS: { status: 409, responseCode: '501' },
-  LAST_SYSTEM_OWNER: { status: 409, responseCode: '502' },
-  SUB_ROLE_EXISTS: { status: 409, responseCode: '503' },
-  BODY_TOO_LARGE: { status: 413, responseCode: '600' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, responseCode: '601' },
-  RATE_LIMITED: { status: 429, responseCode: '602' },
-  METHOD_NOT_ALLOWED: { status: 405, responseCode: '603' },
-  BAD_REQUEST: { status: 400, responseCode: '604' },
-  INTERNAL: { status: 500, responseCode: '900' },
-  NOT_READY: { status: 503, responseCode: '901' },
-  STORAGE_UNAVAILABLE: { status: 503, responseCode: '901' },
-  REVISION_NOT_REACHED: { status: 503, responseCode: '902' },
-  POLICY_STALE: { status: 503, responseCode: '903' },
-} as const satisfies Record<string, { status: number; responseCode: string }>
+  VALIDATION_FAILED: {
+    status: 400,
+    responseCode: '100',
+    meaning:
+      'validation failed; `errors` names each field (the first 10), or `body` when the JSON holds more values, deeper nesting or a longer string than any valid request',
+  },
+  MALFORMED_BODY: { status: 400, responseCode: '101', meaning: 'the body is not valid JSON' },
+  COMMAND_MISMATCH: { status: 400, responseCode: '102', meaning: '`command` does not match the endpoint' },
+  ROOT_ROLE_NOT_REGISTRABLE: { status: 400, responseCode: '103', meaning: '`super_admin` cannot be registered' },
+  PERMISSION_NOT_IN_CATALOG: { status: 400, responseCode: '104', meaning: 'the `obj`/`act` pair is not active in the catalog' },
+  ROOT_ROLE_NOT_GRANTABLE: { status: 400, responseCode: '105', meaning: 'the target is a root sub-role or a root user (it already holds everything)' },
+  OVERRIDE_OUTSIDE_HOME_DOMAIN: { status: 400, responseCode: '106', meaning: "a merchant user's override outside its merchant" },
+  LOGIN_UNAVAILABLE: { status: 400, responseCode: '107', meaning: 'login is unavailable: tokens come from an external issuer' },
+  ROOT_ROLE_NOT_CHANGEABLE: { status: 400, responseCode: '108', meaning: '`super_admin` cannot be given or taken away by a sub-role change' },
+  CURRENT_PASSWORD_WRONG: { status: 400, responseCode: '109', meaning: 'the current password is wrong (`errors` names `current_password`)' },
+  EXPIRY_NOT_IN_FUTURE: { status: 400, responseCode: '110', meaning: "an override's `expires_at` is not in the future" },
+  UNAUTHENTICATED: { status: 401, responseCode: '200', meaning: 'no token' },
+  INVALID_TOKEN: {
+    status: 401,
+    responseCode: '201',
+    meaning:
+      'invalid token (signature, algorithm, issuer, audience, not yet valid; an unknown, deactivated or mismatching account; issued before a password change)',
+  },
+  TOKEN_EXPIRED: { status: 401, responseCode: '202', meaning: 'expired token' },
+  BAD_CREDENTIALS: { status: 401, responseCode: '203', meaning: 'wrong e-mail or password (the same answer for both)' },
+  PERMISSION_DENIED: { status: 403, responseCode: '300', meaning: "the caller lacks the route's permission" },
+  PRINCIPAL_TYPE_DENIED: { status: 403, responseCode: '301', meaning: "the caller's principal type may not do this" },
+  PRIVILEGE_ESCALATION: {
+    status: 403,
+    responseCode: '302',
+    meaning:
+      'granting or denying what the caller does not hold itself in that domain, or past the instant its own holding expires; or changing an account that holds what the caller does not',
+  },
+  ORIGINAL_PATH_AMBIGUOUS: {
+    status: 403,
+    responseCode: '303',
+    meaning:
+      'forward auth: the original path could be read differently by an upstream (a `;`, a backslash, an encoded `/`, `\\` or `.`, a dot or empty segment, a control character, a broken or double escape), so it is refused before the route map, the reason logged with the request id',
+  },
+  ROUTE_NOT_FOUND: { status: 404, responseCode: '400', meaning: 'no such endpoint' },
+  USER_NOT_FOUND: { status: 404, responseCode: '401', meaning: "user not found, or outside the caller's merchant" },
+  MERCHANT_NOT_FOUND: { status: 404, responseCode: '402', meaning: 'the domain names no merchant' },
+  SUB_ROLE_NOT_FOUND: { status: 404, responseCode: '403', meaning: 'with `SUB_ROLES_EXPLICIT=true`, the sub-role was never created' },
+  EMAIL_TAKEN: { status: 409, responseCode: '500', meaning: 'the e-mail is already registered (case-insensitive)' },
+  MERCHANT_EXISTS: { status: 409, responseCode: '501', meaning: 'the merchant already exists' },
+  LAST_SYSTEM_OWNER: { status: 409, responseCode: '502', meaning: 'the last active system-owner `super_admin` cannot be deactivated' },
+  SUB_ROLE_EXISTS: { status: 409, responseCode: '503', meaning: 'a sub-role with this code exists' },
+  BODY_TOO_LARGE: { status: 413, responseCode: '600', meaning: 'the body is over 1 MiB' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, responseCode: '601', meaning: 'the body is not `application/json`' },
+  RATE_LIMITED: { status: 429, responseCode: '602', meaning: 'too many requests (`Retry-After` says when to try again)' },
+  METHOD_NOT_ALLOWED: { status: 405, responseCode: '603', meaning: 'the path does not answer this method (`Allow` lists those it does)' },
+  BAD_REQUEST: {
+    status: 400,
+    alsoStatuses: [408, 414, 431],
+    responseCode: '604',
+    meaning:
+      'the request cannot be processed: a bad URL or content length (400), a parameter too long (414), headers over 16 KB (431), a request, body included, not received within `REQUEST_TIMEOUT_MS` (408), malformed HTTP (400, written on the socket with `Connection: close`)',
+  },
+  INTERNAL: { status: 500, responseCode: '900', meaning: 'a bug; the cause is logged with the request id, never returned' },
+  NOT_READY: { status: 503, responseCode: '901', meaning: 'the database does not answer or the policy is not loaded' },
+  STORAGE_UNAVAILABLE: { status: 503, responseCode: '901', meaning: 'the database is unavailable (unreachable, timed out, connection dropped); try again' },
+  REVISION_NOT_REACHED: { status: 503, responseCode: '902', meaning: 'this server has not reached `min_revision` within `MIN_REVISION_WAIT_MS`' },
+  POLICY_STALE: {
+    status: 503,
+    responseCode: '903',
+    meaning: 'this server could not confirm its policy is current for `MAX_STALENESS_MS` (it fails closed)',
+  },
+} as const satisfies Record<string, ErrorEntry>
 
 export type ErrorCode = keyof typeof errorTable
 

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { createLocalizer } from '../../src/http/i18n/index.js'
+import { errorTable } from '../../src/domain/errors.js'
+import { createLocalizer, errorTexts } from '../../src/http/i18n/index.js'
 import { TEST_SECRET, buildTestApp, freshDatabase, onboard, type TestApp } from '../helper.js'
 import { nowSeconds, sign } from '../support/jwt.js'
 
@@ -29,6 +30,16 @@ t.test('the messages themselves', async (t) => {
   t.same(Object.keys(es.errors).sort(), Object.keys(en.errors).sort(), 'every error has a Spanish text')
   t.same(Object.keys(es.validation).sort(), Object.keys(en.validation).sort(), 'every validation message has a Spanish text')
   for (const key of Object.keys(en.errors)) t.not(es.errors[key], en.errors[key], `errors.${key} is translated`)
+})
+
+t.test('every locale file holds a text for exactly the codes of the error table', async (t) => {
+  const texts = errorTexts()
+  t.same(Object.keys(texts).sort(), ['en', 'es'], 'the locale files found')
+  const codes = Object.keys(errorTable).sort()
+  for (const [locale, errors] of Object.entries(texts)) {
+    t.same(Object.keys(errors).sort(), codes, `${locale}.json: errors.<code> for every code of src/domain/errors.ts and no other`)
+    for (const [code, text] of Object.entries(errors)) t.ok(typeof text === 'string' && text !== '', `${locale}.json: errors.${code} is a text`)
+  }
 })
 
 t.test('the locale of responses and errors', async (t) => {

@@ -10,20 +10,21 @@ import t from 'tap'
 import ts from 'typescript'
 import { errorTable } from '../../src/domain/errors.js'
 import { componentRef, operationsOf, routePath, type OpenapiDocument, type OperationObject } from '../../src/http/openapi/document.js'
+import { renderErrorReference } from '../../src/http/openapi/errorReference.js'
 import { GENERATED_FILES, generateFiles } from '../../src/http/openapi/generate.js'
 import { swaggerOptions } from '../../src/http/openapi/index.js'
 import { OPERATIONS } from '../../src/http/openapi/operations.js'
 import { buildTestApp, onboard, register, tempDir } from '../helper.js'
 
 /**
- * The OpenAPI document tells the truth: openapi.json and docs/api.md are
- * what the app builds, Redocly's recommended rules pass, every operation is
+ * The OpenAPI document tells the truth: openapi.json, docs/api.md and
+ * docs/errors.md are what the app and the error table build, Redocly's recommended rules pass, every operation is
  * named and described with the codes it answers, and generated TypeScript
  * types are real enough to catch a typo.
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const REGENERATE = 'run `npm run openapi` and commit openapi.json and docs/api.md'
+const REGENERATE = 'run `npm run openapi` and commit openapi.json, docs/api.md and docs/errors.md'
 const ENTRY_HINT = 'add an entry to OPERATIONS in src/http/openapi/operations.ts (operationId, summary, returns, data, errors), then run `npm run openapi`'
 
 const execFileAsync = promisify(execFile)
@@ -120,7 +121,7 @@ t.test('the OpenAPI document', async (t) => {
   const generated = join(dir, 'openapi.json')
   await writeFile(generated, files['openapi.json'])
 
-  t.test('openapi.json and docs/api.md are the ones the app builds', async (t) => {
+  t.test('openapi.json, docs/api.md and docs/errors.md are the ones the app builds', async (t) => {
     for (const name of GENERATED_FILES) {
       const committed = await readFile(join(ROOT, name), 'utf8').catch(() => null)
       if (committed === null) t.fail(`${name} is missing: ${REGENERATE}`)
@@ -128,6 +129,18 @@ t.test('the OpenAPI document', async (t) => {
     }
     t.ok(files['openapi.json'].endsWith('}\n') && files['openapi.json'].startsWith('{\n  "openapi"'), 'two-space JSON with a final newline')
     t.notMatch(files['openapi.json'], /\/(?:home|root|tmp|Users)\/|127\.0\.0\.1|localhost:\d/, 'nothing of the machine it was made on')
+  })
+
+  t.test('docs/errors.md is the error table: a row per error, and a change to the table is a change to the page', async (t) => {
+    const page = files['docs/errors.md']
+    for (const [code, entry] of Object.entries(errorTable)) {
+      t.match(page, `| \`${entry.responseCode}\` | ${entry.status}`, `${code} has its row`)
+      t.ok(page.includes(`| \`${code}\` | ${entry.meaning} |`), `${code}'s meaning is the table's`)
+    }
+    const english = { ...Object.fromEntries(Object.keys(errorTable).map((code) => [code, 'text'])), ZZ_NEW: 'A new error.' }
+    const grown = renderErrorReference(english, { ...errorTable, ZZ_NEW: { status: 418, responseCode: '999', meaning: 'a new meaning' } })
+    t.match(grown, '| `999` | 418 | `ZZ_NEW` | a new meaning | A new error. |', 'a new entry makes a new row')
+    t.not(grown, page, 'so the committed page would be stale')
   })
 
   t.test("Redocly's recommended rules find no error", async (t) => {

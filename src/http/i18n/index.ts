@@ -61,6 +61,20 @@ function readMessages(dir: string): Record<string, { translation: Record<string,
   return resources
 }
 
+/**
+ * Each locale's error texts (`errors.<code>`), as its file holds them, by
+ * locale: what docs/errors.md quotes and what a test holds to the codes of
+ * the error table.
+ */
+export function errorTexts(dir = messagesDir): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(
+    Object.entries(readMessages(dir)).map(([locale, { translation }]) => {
+      const errors = translation.errors
+      return [locale, typeof errors === 'object' && errors !== null ? (errors as Record<string, unknown>) : {}]
+    }),
+  )
+}
+
 export function createLocalizer(defaultLocale: string, dir = messagesDir): Localizer {
   const resources = readMessages(dir)
   const locales = Object.keys(resources)

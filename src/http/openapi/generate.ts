@@ -1,11 +1,13 @@
 import type { Service } from '../../compose.js'
 import app from '../app.js'
+import { errorTexts } from '../i18n/index.js'
 import { createFastify } from '../server.js'
 import { serializeDocument, type OpenapiDocument } from './document.js'
+import { renderErrorReference } from './errorReference.js'
 import { renderApiReference } from './reference.js'
 
 /** The files `npm run openapi` writes, by their path from the repository's root. */
-export const GENERATED_FILES = ['openapi.json', 'docs/api.md'] as const
+export const GENERATED_FILES = ['openapi.json', 'docs/api.md', 'docs/errors.md'] as const
 export type GeneratedFile = (typeof GENERATED_FILES)[number]
 
 /**
@@ -28,5 +30,9 @@ export async function buildDocument(service: Service): Promise<OpenapiDocument> 
 /** The text of every generated file. */
 export async function generateFiles(service: Service): Promise<Record<GeneratedFile, string>> {
   const doc = await buildDocument(service)
-  return { 'openapi.json': serializeDocument(doc), 'docs/api.md': renderApiReference(doc) }
+  return {
+    'openapi.json': serializeDocument(doc),
+    'docs/api.md': renderApiReference(doc),
+    'docs/errors.md': renderErrorReference(errorTexts().en ?? {}),
+  }
 }

@@ -97,7 +97,7 @@ export function renderApiReference(doc: OpenapiDocument): string {
     '',
     '<!-- Written by `npm run openapi` from openapi.json; edit src/http/openapi/ and run it again. -->',
     '',
-    `Version ${doc.info.version}, OpenAPI ${doc.openapi}. The machine-readable document is [openapi.json](../openapi.json) (served at \`/docs/json\`).`,
+    `Version ${doc.info.version}, OpenAPI ${doc.openapi}. The machine-readable document is [openapi.json](../openapi.json) (served at \`/docs/json\`); every \`response_code\` is explained in the [error reference](errors.md).`,
     '',
     doc.info.description ?? '',
     '',

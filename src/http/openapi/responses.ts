@@ -2,47 +2,6 @@ import type { RouteOptions } from 'fastify'
 import { errorTable, type ErrorCode } from '../../domain/errors.js'
 import { revisionChecks } from '../plugins/revision.js'
 
-/** What each error means, as the document says it (the README's table of response codes, in short). */
-export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
-  VALIDATION_FAILED: 'validation failed; `errors` names each field',
-  MALFORMED_BODY: 'the body is not valid JSON',
-  COMMAND_MISMATCH: '`command` does not match the endpoint',
-  ROOT_ROLE_NOT_REGISTRABLE: '`super_admin` cannot be registered',
-  PERMISSION_NOT_IN_CATALOG: 'the `obj`/`act` pair is not active in the catalog',
-  ROOT_ROLE_NOT_GRANTABLE: 'the target is a root sub-role or a root user (it already holds everything)',
-  OVERRIDE_OUTSIDE_HOME_DOMAIN: "a merchant user's override outside its merchant",
-  LOGIN_UNAVAILABLE: 'login is unavailable: tokens come from an external issuer',
-  ROOT_ROLE_NOT_CHANGEABLE: '`super_admin` cannot be given or taken away by a sub-role change',
-  CURRENT_PASSWORD_WRONG: 'the current password is wrong (`errors` names `current_password`)',
-  EXPIRY_NOT_IN_FUTURE: '`expires_at` is not in the future',
-  UNAUTHENTICATED: 'no token',
-  INVALID_TOKEN: 'invalid token (signature, algorithm, issuer, audience, not yet valid; an unknown, deactivated or mismatching account; issued before a password change)',
-  TOKEN_EXPIRED: 'expired token',
-  BAD_CREDENTIALS: 'wrong e-mail or password (the same answer for both)',
-  PERMISSION_DENIED: "the caller lacks the route's permission",
-  PRINCIPAL_TYPE_DENIED: "the caller's principal type may not do this",
-  PRIVILEGE_ESCALATION: 'granting or denying what the caller does not hold itself in that domain, or past the instant its own holding expires',
-  ORIGINAL_PATH_AMBIGUOUS: 'forward auth: the original path could be read differently by an upstream (a `;`, a backslash, an encoded `/`, `\\` or `.`, a dot or empty segment, a control character, a broken or double escape), so it is refused before the route map',
-  ROUTE_NOT_FOUND: 'no such endpoint',
-  USER_NOT_FOUND: "user not found, or outside the caller's merchant",
-  MERCHANT_NOT_FOUND: 'the domain names no merchant',
-  SUB_ROLE_NOT_FOUND: 'with `SUB_ROLES_EXPLICIT=true`, the sub-role was never created',
-  EMAIL_TAKEN: 'the e-mail is already registered (case-insensitive)',
-  MERCHANT_EXISTS: 'the merchant already exists',
-  SUB_ROLE_EXISTS: 'a sub-role with this code exists',
-  LAST_SYSTEM_OWNER: 'the last active system-owner `super_admin` cannot be deactivated',
-  BODY_TOO_LARGE: 'the body is over 1 MiB',
-  UNSUPPORTED_MEDIA_TYPE: 'the body is not `application/json`',
-  RATE_LIMITED: 'too many requests (`Retry-After` says when to try again)',
-  METHOD_NOT_ALLOWED: 'the path does not answer this method (`Allow` lists those it does)',
-  BAD_REQUEST: 'the request cannot be processed',
-  INTERNAL: 'a bug; the cause is logged with the request id, never returned',
-  NOT_READY: 'the database does not answer or the policy is not loaded',
-  STORAGE_UNAVAILABLE: 'the database is unavailable; try again',
-  REVISION_NOT_REACHED: 'this server has not reached `min_revision` within `MIN_REVISION_WAIT_MS`',
-  POLICY_STALE: 'this server could not confirm its policy is current for `MAX_STALENESS_MS` (it fails closed)',
-}
-
 /** The first words of a status's description. */
 const STATUS_HEADINGS: Readonly<Record<number, string>> = {
   200: 'Success',
@@ -110,7 +69,7 @@ export function errorStatuses(errors: readonly ErrorCode[], notes: Partial<Recor
     const { status, responseCode } = errorTable[error]
     const codes = byStatus.get(status) ?? new Map<string, string[]>()
     const meanings = codes.get(responseCode) ?? []
-    meanings.push(notes[error] ?? ERROR_MEANINGS[error])
+    meanings.push(notes[error] ?? errorTable[error].meaning)
     codes.set(responseCode, meanings)
     byStatus.set(status, codes)
   }
