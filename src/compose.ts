@@ -167,14 +167,15 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
   }
 }
 
+/** How soon a failed read of the change feed is tried again, rather than at the next poll. */
+const SYNC_RETRY_MS = 500
+
 /**
  * Keeps this process in step with the others: every notification, every
  * reconnection and every poll tick reads the change feed from the revision
  * applied. Failures are logged when they start and when they end, not on
  * every tick of an outage.
  */
-const SYNC_RETRY_MS = 500
-
 async function followChanges(db: Database, replica: Replica, config: Config, log: Logger | undefined): Promise<ChangeFeedListener> {
   let failing = false
   let retry: NodeJS.Timeout | null = null

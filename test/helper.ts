@@ -24,7 +24,6 @@ export const TEST_SECRET = 'test-secret-that-is-long-enough-0123456789'
 export const ROOT_EMAIL = 'root@example.com'
 export const ROOT_PASSWORD = 'root-password-123'
 
-/** A database of its own for one test file: a fresh schema on PostgreSQL, a fresh in-memory PGlite otherwise. */
 /** A temporary folder, removed when the test ends. */
 export function tempDir(t: Teardown, prefix = 'aps-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
@@ -32,6 +31,7 @@ export function tempDir(t: Teardown, prefix = 'aps-'): string {
   return dir
 }
 
+/** A database of its own for one test file: a fresh schema on PostgreSQL, a fresh in-memory PGlite otherwise. */
 export async function freshDatabase(t: Teardown): Promise<Database & { schema?: string }> {
   if (postgresUrl === undefined) {
     const db = await openPGlite(null)

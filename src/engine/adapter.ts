@@ -17,13 +17,6 @@ function declaredWidth(assertion: { tokens: string[]; value: string }): number {
   return assertion.tokens.length > 0 ? assertion.tokens.length : (assertion.value.match(/_/g) ?? []).length
 }
 
-/**
- * Loads `casbin_rule` and the per-user overrides into a Casbin model. Rows are
- * streamed a page at a time and each row's fields are pushed as an array, so
- * no value is ever re-parsed as CSV (commas, quotes and the like stay data).
- * Writes never go through the adapter: commands write rows in their own
- * transaction and then change the enforcer in memory.
- */
 /** How a load treats overrides that expire. */
 export interface ExpiryOptions {
   /** Overrides that expired by this instant (epoch ms) are left out; default: the time of the load. */
@@ -32,6 +25,13 @@ export interface ExpiryOptions {
   onExpiring?(values: readonly string[], at: number): void
 }
 
+/**
+ * Loads `casbin_rule` and the per-user overrides into a Casbin model. Rows are
+ * streamed a page at a time and each row's fields are pushed as an array, so
+ * no value is ever re-parsed as CSV (commas, quotes and the like stay data).
+ * Writes never go through the adapter: commands write rows in their own
+ * transaction and then change the enforcer in memory.
+ */
 export class StorageAdapter implements FilteredAdapter {
   private filtered = false
 

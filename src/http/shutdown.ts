@@ -83,7 +83,10 @@ function answerRefused(
   refuse: (request: IncomingMessage) => Refusal,
   log: FastifyBaseLogger,
 ): void {
-  // The same request id rule as the Fastify instance: the client's x-request-id, else a new one.
+  // Not the Fastify instance's rule (its own id as reqId, an acceptable client id
+  // only beside it): Fastify never sees this request, so the id that both the
+  // log line and the answer carry is the client's x-request-id as sent, else a
+  // new one. Pino escapes it, and the refusal is the only line it is on.
   const sent = request.headers['x-request-id']
   const reqId = typeof sent === 'string' && sent !== '' ? sent : randomUUID()
   const { status, body } = refuse(request)
