@@ -12,12 +12,7 @@ export const DOMAIN_PATTERN = MERCHANT_ID_PATTERN
 export const PERMISSION_PART_PATTERN = '^[a-z][a-z0-9_.-]{0,63}$'
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 
-const merchantId = new RegExp(MERCHANT_ID_PATTERN)
-
+/** `global` names the platform's own domain, so no merchant may take it, in any case. */
 export function isReservedMerchantId(id: string): boolean {
   return id.toLowerCase() === 'global'
-}
-
-export function isValidMerchantId(id: string): boolean {
-  return merchantId.test(id) && !isReservedMerchantId(id)
 }

@@ -1,7 +1,7 @@
 import type { PermissionEngine } from './engine.js'
 
 /** A measurement stops after this long (or MEASURE_QUESTIONS questions): it runs at every start. */
-export const MEASURE_BUDGET_MS = 200
+const MEASURE_BUDGET_MS = 200
 export const MEASURE_QUESTIONS = 20_000
 /** Names of each kind taken from the policy to build questions from. */
 const SAMPLED = 200

@@ -30,7 +30,7 @@ export interface AccountSource {
  * does not implement may reach users in ways the rows do not show: then
  * every account is decided.
  */
-export function permissionHolders(
+function permissionHolders(
   engine: PermissionEngine,
   accounts: AccountSource,
   obj: string,

@@ -2,7 +2,7 @@ import expressionEval from '@casbin/expression-eval'
 import type { Model } from 'casbin'
 
 /** The request fields the API sends (r = sub, dom, obj, act). */
-export const REQUEST_FIELDS = ['sub', 'dom', 'obj', 'act'] as const
+const REQUEST_FIELDS = ['sub', 'dom', 'obj', 'act'] as const
 export type Field = (typeof REQUEST_FIELDS)[number]
 
 /** Where a pinned policy field's value comes from: a request field or a string in the matcher. */

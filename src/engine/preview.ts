@@ -4,7 +4,7 @@ import type { PermissionEngine } from './engine.js'
 import type { AccountSource } from './holders.js'
 
 /** Users listed in a preview at most. */
-export const PREVIEW_SAMPLE = 50
+const PREVIEW_SAMPLE = 50
 
 export interface PairInDomain {
   obj: string

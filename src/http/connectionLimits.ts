@@ -17,9 +17,9 @@ import type { Config } from '../config.js'
  */
 
 /** How long a closing connection keeps reading what its client still sends. */
-export const LINGER_MS = 5000
+const LINGER_MS = 5000
 /** How much it reads and drops at most: a few bodies over the 1 MiB limit. */
-export const LINGER_BYTES = 8 * 1024 * 1024
+const LINGER_BYTES = 8 * 1024 * 1024
 
 /** How often Node looks for requests past their deadline (its default, 30 s, would let a request run up to twice its timeout). */
 const MAX_CHECK_INTERVAL_MS = 1000

@@ -27,7 +27,7 @@ export interface TokenIssuerOptions {
   audience?: string | undefined
 }
 
-export function claimsFor(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'> & Partial<Pick<Account, 'credentials_version'>>): AccessClaims {
+function claimsFor(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id'> & Partial<Pick<Account, 'credentials_version'>>): AccessClaims {
   return {
     sub: account.id,
     principal_type: account.principal_type,

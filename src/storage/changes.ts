@@ -5,7 +5,7 @@ import type { Queryable } from './db.js'
 export const CHANGE_CHANNEL = 'aps_changes'
 
 /** How many revisions the feed keeps; a replica further behind than this reloads everything. */
-export const CHANGES_KEPT = 100_000
+const CHANGES_KEPT = 100_000
 /** Pruning runs on one write in this many. */
 const PRUNE_EVERY = 1000
 

@@ -88,11 +88,6 @@ export async function recordLoginSuccess(db: Database, attemptId: string, email:
   })
 }
 
-/** A password check that passed outside login (change-password): not a failure. */
-export async function forgetLoginAttempt(db: Queryable, attemptId: string): Promise<void> {
-  await db.query('DELETE FROM login_failures WHERE id = $1', [attemptId])
-}
-
 /** The account's password was replaced: failures against the old one count for nothing, from any address. */
 export async function clearLoginFailures(q: Queryable, email: string): Promise<void> {
   await q.query('DELETE FROM login_failures WHERE email = lower($1)', [email])

@@ -37,7 +37,7 @@ export const SHARED_SCHEMAS: Readonly<Record<string, TSchema>> = {
 }
 
 /** `grant-role-permission` → `GrantRolePermission`. */
-export const pascalCase = (kebab: string): string =>
+const pascalCase = (kebab: string): string =>
   kebab
     .split('-')
     .map((word) => word.charAt(0).toUpperCase() + word.slice(1))

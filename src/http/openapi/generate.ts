@@ -15,7 +15,7 @@ export type GeneratedFile = (typeof GENERATED_FILES)[number]
  * `service`. It depends on the routes and their schemas only, not on the
  * data or the configuration, so any throwaway service gives the same one.
  */
-export async function buildDocument(service: Service): Promise<OpenapiDocument> {
+async function buildDocument(service: Service): Promise<OpenapiDocument> {
   const fastify = createFastify(service.config)
   try {
     await fastify.register(app, { service })

@@ -8,7 +8,7 @@ const refName = (ref: string): string => ref.slice(ref.lastIndexOf('/') + 1)
 const isObject = (value: JsonValue | undefined): value is JsonObject => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** A schema in a few words: `string (uuid)`, `array of [Account](#account)`, `"allow" or "deny" or null`. */
-export function typeOf(schema: JsonValue | undefined): string {
+function typeOf(schema: JsonValue | undefined): string {
   if (!isObject(schema)) return 'any'
   if (typeof schema.$ref === 'string') {
     const name = refName(schema.$ref)

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 
 /** The console's files: a folder at the repository's root, beside src/ and dist/ alike. */
-export const CONSOLE_DIR = fileURLToPath(new URL('../../../console/', import.meta.url))
+const CONSOLE_DIR = fileURLToPath(new URL('../../../console/', import.meta.url))
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',
@@ -19,7 +19,7 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
  * plugins; the API is called on the same origin. Inline `style` attributes
  * are not used either.
  */
-export const CONSOLE_CSP = [
+const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

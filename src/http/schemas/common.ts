@@ -16,7 +16,7 @@ export const Password = Type.String({ minLength: 8, maxLength: 256 })
  * PostgreSQL cannot store), no format characters (bidi overrides, zero-width
  * marks that make one name look like another) and no lone surrogates.
  */
-export const PLAIN_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cf}\\p{Cs}]*$'
+const PLAIN_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cf}\\p{Cs}]*$'
 
 /** Free text of at most `maxLength` characters, for names and filters. */
 export const PlainText = (minLength: number, maxLength: number) => Type.String({ minLength, maxLength, pattern: PLAIN_TEXT_PATTERN })
@@ -29,7 +29,7 @@ export const Domain = Type.String({ pattern: DOMAIN_PATTERN, examples: ['global'
 export const UserId = Type.String({ pattern: UUID_PATTERN, examples: ['3f0c4b7e-9a3b-4c7e-9d2a-1b2c3d4e5f60'] })
 export const Obj = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['orders'] })
 export const Act = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['refund'] })
-export const PrincipalTypeSchema = Type.Union(PRINCIPAL_TYPES.map((p) => Type.Literal(p)))
+const PrincipalTypeSchema = Type.Union(PRINCIPAL_TYPES.map((p) => Type.Literal(p)))
 export const AccountStatusSchema = Type.Union(ACCOUNT_STATUSES.map((s) => Type.Literal(s)))
 
 export const Lang = Type.Optional(Type.String({ maxLength: 35, pattern: '^[A-Za-z0-9_-]*$', description: 'Response locale; wins over Accept-Language' }))
