@@ -103,7 +103,7 @@ export interface Config {
   loginRateLimitPerMinute: number
   /** Failed logins per account within 15 minutes before that account's login answers 429 (counted in the database). */
   loginAccountFailures: number
-  /** How replicas stay in step over one PostgreSQL (CONTRACT section 10). */
+  /** How replicas stay in step over one PostgreSQL: a change committed through one is applied by the others from the change feed. */
   replication: {
     /** The reconciling poll of the store's revision. */
     pollMs: number

@@ -10,7 +10,7 @@ import t from 'tap'
 import { openPostgres } from '../src/storage/pg.js'
 import { postgresUrl } from './helper.js'
 
-/** The real runner in its own process: start-up, HTTP over a socket, logs, SIGTERM (CONTRACT sections 1 and 8). */
+/** The real runner in its own process: start-up and the first admin, HTTP over a socket, logs, and SIGTERM finishing in-flight requests before exit 0. */
 
 const repositoryRoot = fileURLToPath(new URL('..', import.meta.url))
 const SECRET = 'server-test-secret-0123456789abcdef'

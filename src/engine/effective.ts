@@ -13,7 +13,7 @@ export interface EffectivePermission {
   expires_at: string | null
 }
 
-/** The domains whose rows reach `subject` in `domain` (CONTRACT section 3). */
+/** The domains whose rows reach a subject in `domain`: that domain and `global` (a grant in `global` counts everywhere). */
 function reachingDomains(domain: string): string[] {
   return domain === GLOBAL_DOMAIN ? [GLOBAL_DOMAIN] : [domain, GLOBAL_DOMAIN]
 }

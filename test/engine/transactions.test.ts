@@ -1,5 +1,5 @@
 /**
- * The rules every write follows (CONTRACT sections 4 to 6): its rows, its
+ * The rules every write follows: its rows, its
  * audit row and the revision bump commit together or not at all; memory
  * changes only after the commit and is reloaded when it cannot follow;
  * repeats and concurrent duplicates change nothing and are audited once.

@@ -1,5 +1,5 @@
 /**
- * Account lifecycle (CONTRACT section 12): the admin UI lists and reads
+ * Account lifecycle: the admin UI lists and reads
  * accounts, moves one to another sub-role, switches it off and on; anyone
  * changes their own password; an operator resets a locked-out admin's. Every
  * rule on both databases, the cross-replica refusal on PostgreSQL.

@@ -3,7 +3,7 @@ import type { Account } from '../../src/domain/principals.js'
 import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, buildTestApp, freshDatabase, onboard, register, type TestApp } from '../helper.js'
 import { decodePayload, keyPair, nowSeconds, rawToken, serveJwks, sign } from '../support/jwt.js'
 
-/** CONTRACT section 2: who may call, with which token, and how login hands tokens out. */
+/** Who may call, with which token (its account must exist and agree with it; the sub-role comes from the database), and how login hands tokens out. */
 
 const OTHER_SECRET = 'another-secret-that-is-also-long-enough-42'
 

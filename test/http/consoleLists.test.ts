@@ -5,7 +5,7 @@ import { readChangesAfter } from '../../src/storage/changes.js'
 import { buildTestApp, onboard, register } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
 
-/** CONTRACT section 14: the lists the admin console reads, explicit sub-roles and localised catalog labels. */
+/** The lists the admin console reads, explicit sub-roles and localised catalog labels. */
 
 interface SubRoleItem {
   code: string

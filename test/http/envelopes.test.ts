@@ -2,7 +2,7 @@ import t from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, buildTestApp, onboard, register, type CallOptions } from '../helper.js'
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
 
-/** CONTRACT section 5: the success and error envelopes, and which status answers what. */
+/** The success and error envelopes (`001` and data, or a code other than `001` with a localised text), and which status answers what. */
 
 const registerData = { email: 'a@b.example', password: 'long-enough-1', name: 'A', sub_role_code: 'clerk' }
 const registerBody = { command: 'register-admin', data: registerData }

@@ -4,7 +4,7 @@ import { createFastify } from '../../src/http/server.js'
 import { ROOT_EMAIL, buildTestApp, buildTestService } from '../helper.js'
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
 
-/** CONTRACT section 1: health and readiness; the OpenAPI document covers the whole API. */
+/** Health and readiness answer without a token; the OpenAPI document covers the whole API. */
 
 interface Operation {
   security?: Array<Record<string, unknown>>

@@ -7,7 +7,7 @@ import { createLocalizer, errorTexts } from '../../src/http/i18n/index.js'
 import { TEST_SECRET, buildTestApp, freshDatabase, onboard, type TestApp } from '../helper.js'
 import { nowSeconds, sign } from '../support/jwt.js'
 
-/** CONTRACT section 5, localisation: lang > Accept-Language > DEFAULT_LOCALE; unknown locales fall through. */
+/** Localisation: lang > Accept-Language > DEFAULT_LOCALE; unknown locales fall through. */
 
 interface Messages {
   errors: Record<string, string>

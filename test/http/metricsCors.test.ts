@@ -1,6 +1,5 @@
 /**
- * What operators and browser admin UIs need around the API (CONTRACT section
- * 11): `/metrics` in Prometheus' text format, guarded by METRICS_TOKEN when
+ * What operators and browser admin UIs need around the API: `/metrics` in Prometheus' text format, guarded by METRICS_TOKEN when
  * set; CORS off by default, and for the listed origins only when on.
  */
 import t from 'tap'

@@ -2,7 +2,7 @@ import t from 'tap'
 import { buildTestApp, register } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
 
-/** onboard-merchant: CONTRACT section 3 ("A merchant exists once its super_admin exists"). */
+/** onboard-merchant: a merchant exists once its super_admin exists, so onboarding creates both, for system-owner callers only, once per merchant id. */
 
 // A write's answer carries the store's revision after it beside the account.
 const ACCOUNT_KEYS = ['created_at', 'email', 'id', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'revision', 'status', 'sub_role_code']

@@ -2,7 +2,7 @@ import t from 'tap'
 import { ROOT_EMAIL, buildTestApp, onboard, register } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
 
-/** register-admin: SPEC "register-admin" and CONTRACT section 3. */
+/** register-admin: validation, placement (the principal type follows `merchant_id`, the parent role is the caller's type), `super_admin` refused, an unknown merchant 404, who may call, and what is stored. */
 
 const valid = { email: 'ana@example.com', password: 'long-enough-1', name: 'Ana', sub_role_code: 'support' }
 // A write's answer carries the store's revision after it beside the account.

@@ -1,5 +1,5 @@
 /**
- * Revisions over HTTP (CONTRACT section 10), on one replica and either
+ * Revisions over HTTP, on one replica and either
  * database: every answer says the revision memory reflects, every write
  * answers the store's revision after it, reads wait boundedly for
  * `min_revision`, and the decision routes fail closed once the revision has

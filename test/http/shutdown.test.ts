@@ -15,7 +15,7 @@ import { postgresUrl, tempDir, testConfig } from '../helper.js'
 import { LOG_LEVELS, freePort, processDatabase, startServer, type LogLine, type ServerProcess } from '../support/serverProcess.js'
 import { startTcpProxy } from '../support/tcpProxy.js'
 
-/** SIGTERM, SIGINT and start-up of the real runner, in processes of its own (CONTRACT section 8). */
+/** SIGTERM, SIGINT and start-up of the real runner, in processes of its own. */
 
 const SECRET = 'shutdown-test-secret-0123456789abcdef'
 const ADMIN_EMAIL = 'boot@example.com'

@@ -5,7 +5,7 @@ import app from '../../src/http/app.js'
 import { createFastify } from '../../src/http/server.js'
 import { ROOT_EMAIL, buildTestService } from '../helper.js'
 
-/** CONTRACT section 14: a query parameter a route does not declare is refused with 400 `100` naming it, on every route. */
+/** A query parameter a route does not declare is refused with 400 `100` naming it, on every route. */
 
 interface Operation {
   parameters?: Array<{ name: string; in: string; example?: unknown; schema?: { examples?: unknown[] } }>

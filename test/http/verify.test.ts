@@ -1,5 +1,5 @@
 /**
- * Forward auth for proxies (CONTRACT section 11): the caller's own token and a
+ * Forward auth for proxies: the caller's own token and a
  * pair from the query, the X-Authz-* headers or the route map applied to the
  * original request; 204 with identity headers when allowed, 403 `300` when
  * not (also when nothing names a pair), 401 without a valid token, never the

@@ -2,7 +2,7 @@
  * One answer everywhere: for random worlds of sub-roles, users, domains,
  * grants, revokes, role denies, role hierarchies and user overrides, every
  * (user, domain, obj, act) is decided by
- *   1. a plain reading of CONTRACT section 3 written in this file (the oracle),
+ *   1. a plain reading of the effective-set rules written in this file (the oracle),
  *   2. Casbin's enforce() behind the engine's tenant/root/catalog rules,
  *   3. engine.decide() (the decision index, or the candidate index for other models of the family),
  *   4. the check endpoints (check-batch and single check),
@@ -107,7 +107,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
         users.push(await register(ta, { email, sub_role_code: u.role, ...(u.home !== GLOBAL_DOMAIN ? { merchant_id: u.home } : {}) }))
       }
       const grantees = users.filter((u) => !service.engine.isRootRole(u.sub_role_code))
-      // Oracle state, kept as the contract reads.
+      // Oracle state: the rows as the API was asked to write them, read by the plain rules below.
       const roleRules = new Set<string>() // role|domain|obj|act|effect
       const userRules = new Map<string, Effect>() // user|domain|obj|act
       const links = new Set<string>() // from|to|domain
@@ -179,7 +179,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
         if (u.principal_type === 'merchant' && u.merchant_id !== domain) return false
         if (service.engine.isRootRole(u.sub_role_code)) return true
         const home = homeDomain(u)
-        // The user's sub-role, and the roles it inherits, in the domains the contract says.
+        // The user's sub-role, and the roles it inherits: in its home merchant's domain, or in `global` for system owners (whose grants in `global` reach every domain).
         const rolesHere = home === domain ? reach(u.sub_role_code, domain) : new Set<string>()
         const rolesGlobal = home === GLOBAL_DOMAIN ? reach(u.sub_role_code, GLOBAL_DOMAIN) : new Set<string>()
         const effects = new Set<Effect>()

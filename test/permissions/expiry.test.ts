@@ -13,7 +13,7 @@ import { ManualClock } from '../support/manualClock.js'
 
 const HOUR = 3_600_000
 
-/** Polls `condition` every 5 ms for up to a second (the contract's bound); true when it held. */
+/** Polls `condition` every 5 ms for up to a second (the bound within which every replica applies a change); true when it held. */
 async function within(condition: () => boolean | Promise<boolean>, ms = 1000): Promise<boolean> {
   const start = Date.now()
   for (;;) {

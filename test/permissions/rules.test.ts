@@ -37,7 +37,7 @@ const check = async (ta: TestApp, query: string, token = ta.rootToken) => {
   return { status: res.statusCode, allowed: res.statusCode === 200 ? (res.json() as { data: { allowed: boolean } }).data.allowed : undefined, body: res.json() }
 }
 
-t.test('permission rules of CONTRACT sections 3 and 4', async (t) => {
+t.test('permission rules: effective sets per domain, tenancy, escalation and the catalog', async (t) => {
   const w = await world(t)
   const { ta } = w
 

@@ -1,5 +1,5 @@
 /**
- * Several replicas over one PostgreSQL (CONTRACT section 10): every change
+ * Several replicas over one PostgreSQL: every change
  * committed through one is applied by the others from the change feed within
  * a second, a read with the revision of a write never answers from before it,
  * races through two replicas end in agreement, and a dropped listener or pool

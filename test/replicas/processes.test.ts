@@ -1,6 +1,6 @@
 /**
- * Several replicas as real server processes over one PostgreSQL schema
- * (CONTRACT section 10), seen only over HTTP: what one process commits the
+ * Several replicas as real server processes over one PostgreSQL schema,
+ * seen only over HTTP: what one process commits the
  * others apply within a second from the notification alone (the reconciling
  * poll is set far beyond the test), a read with a revoke's revision is never
  * allowed, racing writers end in agreement with the database and with an
@@ -34,7 +34,7 @@ const PASSWORD = 'a-long-passphrase'
 /** B's bounded waits on the database: small, so its faults answer quickly. */
 const CONNECT_TIMEOUT_MS = 500
 const STATEMENT_TIMEOUT_MS = 1000
-/** The contract's propagation bound. */
+/** How soon a change committed through one process must be applied by the others. */
 const PROPAGATION_MS = 1000
 /** Recovery after a fault: reconnecting, then reading the feed. */
 const RECOVERY_MS = 2000

@@ -6,7 +6,7 @@
  * with every kind of id the route takes (a user of m1, of m2, a system user,
  * an unknown id; domains; role codes; the pair being granted; the sub-role
  * and merchant of a registration). The status each cell must get is worked
- * out by `expected()` below from the rules of CONTRACT sections 2 to 4
+ * out by `expected()` below from the rules
  * (authentication first, then principal type, then the route's permission in
  * the caller's home domain, then tenancy, domains and escalation), never
  * written down cell by cell. Every refused cell must leave every table as it
@@ -75,14 +75,14 @@ const EXISTING_DOMAINS = new Set(['global', 'm1', 'm2'])
 
 const home = (who: UserModel): string => (who.principal === 'merchant' && who.merchant !== null ? who.merchant : 'global')
 
-/** CONTRACT section 3: what a caller holds in a domain (its merchant only, root bypass, the sub-role's grants). */
+/** What a caller holds in a domain: a merchant caller nothing outside its merchant, root everything, else its sub-role's grants. */
 function holds(caller: CallerModel, domain: string, pair: Pair): boolean {
   if (caller.principal === 'merchant' && caller.merchant !== domain) return false
   if (caller.root) return true
   return caller.grants.has(pairName(pair))
 }
 
-/** CONTRACT section 4: a merchant caller reaches users of its own merchant only; system owners reach everyone. */
+/** A merchant caller reaches users of its own merchant only; system owners reach everyone. */
 function reachable(caller: CallerModel, target: UserModel | null): target is UserModel {
   if (target === null) return false
   return caller.principal === 'system_owner' || (target.principal === 'merchant' && target.merchant === caller.merchant)

@@ -1,5 +1,5 @@
 /**
- * Database faults are everyday events (CONTRACT section 10): they cost a 503,
+ * Database faults are everyday events: they cost a 503,
  * never a crash, a hung request or a write committed after its caller got an
  * error. PostgreSQL only, each case acting on its own connections: a TCP proxy
  * of the test's own in front of the server, or pg_terminate_backend of a

@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 export const INTERNALS = /\n\s*at |\bat [\w.<>]+ \(|\bat file:|Error:|\bSELECT\b|\bINSERT\b|\bUPDATE\b|\bFROM\b|admin_accounts|casbin_rule|permission_audit|node_modules|\.[jt]s:\d+/
 
 /**
- * Everything wrong with an error answer's shape (CONTRACT section 5); an
+ * Everything wrong with an error answer's shape; an
  * empty list when it is `{response_code, response_text, errors?}` with a
  * code other than 001, a non-empty text and well-formed field errors.
  */

@@ -74,7 +74,7 @@ export function cheapPasswords(): PasswordHasher {
 
 /**
  * The API's own routes and the console's files: the documentation UI's static
- * files are not part of the contract, and the bare `/console` only redirects
+ * files are not the API's answers, and the bare `/console` only redirects
  * (302, no body) to `/console/`, which is kept.
  */
 export const apiRoutes = (routes: readonly DeclaredRoute[]): DeclaredRoute[] =>
