@@ -1,7 +1,5 @@
 import { errorTable, type ErrorEntry } from '../../domain/errors.js'
-
-/** Text for a Markdown table cell: one line, pipes escaped. */
-const cell = (text: string): string => text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|')
+import { cell } from './reference.js'
 
 /** Plain text (a localised message, `Bearer <token>`) for a cell: angle brackets would read as HTML. */
 const plainCell = (text: string): string => cell(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')

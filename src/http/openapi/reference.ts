@@ -1,7 +1,7 @@
 import { operationsOf, type JsonObject, type JsonValue, type OpenapiDocument, type OperationObject } from './document.js'
 
 /** Text for a Markdown table cell: one line, pipes escaped. */
-const cell = (text: string): string => text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|')
+export const cell = (text: string): string => text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|')
 
 const refName = (ref: string): string => ref.slice(ref.lastIndexOf('/') + 1)
 
