@@ -1,7 +1,7 @@
 /**
  * Every error the service answers with has a stable code. The table gives its
  * HTTP status and the `response_code` clients see; the message text comes from
- * the locale files (key `errors.<code>`). The README lists the same table.
+ * the locale files (key `errors.<code>`). docs/errors.md lists the same table.
  */
 export const errorTable = {
   VALIDATION_FAILED: { status: 400, responseCode: '100' },

@@ -1,7 +1,7 @@
 import type { RouteOptions } from 'fastify'
 import { errorTable, type ErrorCode } from '../../domain/errors.js'
 
-/** What each error means, as the document says it (the README's table of response codes, in short). */
+/** What each error means, as the document says it (the table of response codes in docs/errors.md, in short). */
 export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   VALIDATION_FAILED: 'validation failed; `errors` names each field',
   MALFORMED_BODY: 'the body is not valid JSON',

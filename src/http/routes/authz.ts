@@ -169,7 +169,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     url: '/v2/authz/verify/*',
     config: { failClosedWhenStale: true, foreignQuery: true },
     schema: {
-      // OpenAPI has no wildcard paths: the README and gateway/ document this form.
+      // OpenAPI has no wildcard paths: docs/operations.md and gateway/ document this form.
       hide: true,
       tags: ['authz'],
       summary: 'Forward auth in prefix form (Envoy ext_authz over HTTP): the original request is the path after the prefix, decided by the route map',
