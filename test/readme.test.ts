@@ -1,5 +1,5 @@
 /**
- * The README's "Calling the API with curl" runs as printed: top to bottom
+ * "Calling the API with curl" in docs/getting-started.md runs as printed: top to bottom
  * under `bash -euo pipefail`, against a real server process on a free port
  * with an in-memory store, given only the variables the block itself reads
  * (BASE, PASSWORD).
@@ -9,8 +9,8 @@ import { tempDir } from './helper.js'
 import { bash, shellBlock } from './support/readmeBlocks.js'
 import { startServer } from './support/serverProcess.js'
 
-t.test('README "Calling the API with curl" runs top to bottom against a real server', async (t) => {
-  const block = shellBlock('## Calling the API with curl')
+t.test('docs/getting-started.md "Calling the API with curl" runs top to bottom against a real server', async (t) => {
+  const block = shellBlock('## Calling the API with curl', 'docs/getting-started.md')
   const calls = block.split('\n').filter((l) => /(^|\$\()curl /.test(l))
   t.ok(calls.length > 20, `${calls.length} curl calls`)
   t.same(calls.filter((l) => !l.includes('curl -fsS ')), [], 'every call fails on an error answer (curl -f)')

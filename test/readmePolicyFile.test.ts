@@ -1,22 +1,28 @@
 /**
- * The `npm run` lines of the README's "Policy as a file" run as printed, in
- * a folder laid out like the repository (so the files they write land
- * there), against a store with a policy in it; and every `npm run` whose
- * output is redirected is run with `-s` (npm's banner would land in the file).
+ * The `npm run` lines of "Policy as a file" in docs/policy-and-model.md run
+ * as printed, in a folder laid out like the repository (so the files they
+ * write land there), against a store with a policy in it; and every
+ * `npm run` whose output is redirected, in the README or any page of docs/,
+ * is run with `-s` (npm's banner would land in the file).
  */
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { runCli } from '../src/cli/run.js'
 import { TEST_SECRET, tempDir } from './helper.js'
-import { bash, readme, shellBlock } from './support/readmeBlocks.js'
+import { bash, documentPaths, documentText, shellBlock } from './support/readmeBlocks.js'
 import { processDatabase, repositoryRoot } from './support/serverProcess.js'
 
-t.test('README "Policy as a file": the export and import commands, as printed', async (t) => {
-  const redirected = readme.split('\n').filter((l) => /npm run (?!-s )\S*.*cli --.*(\s>\s|\s\|\s)/.test(l))
+t.test('docs/policy-and-model.md "Policy as a file": the export and import commands, as printed', async (t) => {
+  const redirected = documentPaths().flatMap((path) =>
+    documentText(path)
+      .split('\n')
+      .filter((l) => /npm run (?!-s )\S*.*cli --.*(\s>\s|\s\|\s)/.test(l))
+      .map((l) => `${path}: ${l}`),
+  )
   t.same(redirected, [], 'every npm run whose output is redirected or piped is run with -s')
 
-  const lines = shellBlock('## Policy as a file')
+  const lines = shellBlock('## Policy as a file', 'docs/policy-and-model.md')
     .split('\n')
     .filter((l) => l.startsWith('npm run '))
   t.equal(lines.length, 5, 'two exports and three imports')

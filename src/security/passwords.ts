@@ -1,7 +1,7 @@
 import { hash, verify } from '@node-rs/argon2'
 
 /**
- * argon2id with the OWASP minimum (19 MiB, 2 passes, 1 lane). The README
+ * argon2id with the OWASP minimum (19 MiB, 2 passes, 1 lane). docs/decisions.md
  * gives the measured cost per hash on the reference machine.
  */
 export const ARGON2_PARAMETERS = {

@@ -4,7 +4,7 @@ export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE'
 
 /**
  * Every table the service uses and what it does to each: the one list that
- * the start-up check reads (and that the README's GRANT statements must
+ * the start-up check reads (and that the GRANT statements in docs/operations.md must
  * cover; a test grants exactly those and starts the service). A migration
  * that adds a table adds it here (a test compares this list with the
  * migrated schema). The sequences behind the tables' serial columns are
@@ -39,7 +39,7 @@ export class MissingPrivilegesError extends Error {
   ) {
     super(
       `the database role "${role}" lacks privileges the service needs in schema "${schema}": ${missing.join(', ')} ` +
-        "(the README's GRANT statements for the service's role grant them all)",
+        "(the GRANT statements for the service's role in docs/operations.md grant them all)",
     )
     this.name = 'MissingPrivilegesError'
   }

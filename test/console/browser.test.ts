@@ -9,7 +9,7 @@ import { processDatabase, repositoryRoot, startServer } from '../support/serverP
 /**
  * The admin console in headless Chromium against a running service: each
  * screen driven as an admin would, the API's state read after each action.
- * `UPDATE_CONSOLE_SCREENSHOTS=1` writes the README's screenshots to docs/console/.
+ * `UPDATE_CONSOLE_SCREENSHOTS=1` writes the screenshots of docs/getting-started.md to docs/console/.
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'

@@ -300,7 +300,7 @@ t.test('nginx auth_request with the shipped configuration and route map', { skip
   t.comment(`the service runs ${service.how} on ${db.kind}`)
   const servicePort = Number(new URL(service.base).port)
 
-  // The README's walk-through: a merchant, a clerk in it, and one grant for the clerk's sub-role.
+  // The walk-through of docs/getting-started.md: a merchant, a clerk in it, and one grant for the clerk's sub-role.
   const root = await login(service.base, ROOT_EMAIL, ROOT_PASSWORD)
   await command(service.base, '/v2/admin/merchants', root, 'onboard-merchant', { merchant_id: MERCHANT, email: `owner@${MERCHANT}.example`, password: PASSWORD, name: 'Owner' })
   const clerk = await command<{ id: string }>(service.base, '/v2/admin/register', root, 'register-admin', {

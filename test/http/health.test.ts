@@ -30,7 +30,7 @@ t.test('health, readiness and the API document', async (t) => {
   const declared: DeclaredRoute[] = []
   fastify.addHook('onRoute', (route) => {
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
-      // Hidden routes (/metrics for Prometheus, the prefix form of verify for Envoy) are documented in the README instead.
+      // Hidden routes (/metrics for Prometheus, the prefix form of verify for Envoy) are documented in docs/operations.md instead.
       if (route.schema?.hide === true) continue
       declared.push({ method: method.toLowerCase(), url: route.url, public: route.config?.public === true, body: route.schema?.body !== undefined })
     }

@@ -343,7 +343,7 @@ t.test('SIGINT, twice as a Ctrl-C under npm sends it: the request in flight is a
 })
 
 t.test('SIGTERM to `npm start` stops the server: the port is free and no process is left', async (t) => {
-  // The embedded store whatever the suite runs on: this is how the README starts the service.
+  // The embedded store whatever the suite runs on: this is how the README's first command starts the service.
   const dir = tempDir(t, 'aps-npm-')
   const server = await startServer(t, { via: 'npm', name: 'npm start', env: { DATABASE_URL: `pglite://${dir}`, SHUTDOWN_TIMEOUT_MS: '5000' } })
   const serverPid = (await server.waitForLog((l) => typeof l.pid === 'number' && l.msg === 'service ready')).pid as number

@@ -1,5 +1,5 @@
 /**
- * The service's database role: the README's GRANT statements are enough to
+ * The service's database role: the GRANT statements of docs/operations.md are enough to
  * run it (start, log in, fail a login), and a role lacking one privilege is
  * refused at start-up with a message naming it and an exit code of its own.
  */
@@ -28,7 +28,7 @@ t.test('the list of tables is the migrated schema', async (t) => {
   )
 })
 
-t.test('the README grants every privilege in the list', async (t) => {
+t.test('docs/operations.md grants every privilege in the list', async (t) => {
   // Read as text, so that this part runs on PGlite too.
   const statements = readmeServiceRoleStatements('s', 'r', 'p')
   for (const [table, privileges] of Object.entries(TABLE_PRIVILEGES)) {
@@ -56,8 +56,8 @@ async function login(server: ServerProcess, password: string): Promise<{ status:
 }
 
 /**
- * A fresh schema migrated by its owner and a role made with the README's
- * statements, as the README says to run the service; null on PGlite, which
+ * A fresh schema migrated by its owner and a role made with the statements
+ * of docs/operations.md, as that page says to run the service; null on PGlite, which
  * has one superuser and no grants to check.
  */
 async function schemaWithServiceRole(t: Test) {
@@ -73,7 +73,7 @@ async function schemaWithServiceRole(t: Test) {
   return { db, schema, service, env, url: service.url(postgresUrl) }
 }
 
-t.test('PostgreSQL: the service runs as a role with exactly the README\'s grants', async (t) => {
+t.test('PostgreSQL: the service runs as a role with exactly the documented grants', async (t) => {
   const setup = await schemaWithServiceRole(t)
   if (setup === null) return
   const server = await startServer(t, { env: setup.env })
@@ -92,7 +92,7 @@ t.test('PostgreSQL: a role lacking a privilege is refused at start-up, naming it
   const { db, schema, service } = setup
   const asService = openPostgres({ url: setup.url, max: 1 })
   t.teardown(() => asService.close())
-  t.same(await missingPrivileges(asService), { role: service.role, schema, missing: [] }, "the README's grants lack nothing")
+  t.same(await missingPrivileges(asService), { role: service.role, schema, missing: [] }, "the documented grants lack nothing")
 
   await db.query(`REVOKE USAGE ON SEQUENCE casbin_rule_id_seq FROM ${service.role}`)
   await db.query(`REVOKE DELETE ON permission_overrides FROM ${service.role}`)

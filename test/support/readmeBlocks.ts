@@ -1,19 +1,30 @@
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { repositoryRoot } from './serverProcess.js'
 
 const run = promisify(execFile)
-export const readme = readFileSync(join(repositoryRoot, 'README.md'), 'utf8')
 
-/** The first ```sh block after a heading. */
-export function shellBlock(heading: string): string {
-  const at = readme.indexOf(`\n${heading}\n`)
-  if (at < 0) throw new Error(`README has no heading ${heading}`)
-  const open = readme.indexOf('```sh\n', at)
-  const close = readme.indexOf('\n```\n', open)
-  return readme.slice(open + '```sh\n'.length, close + 1)
+/** A documentation file's text, by its path from the repository's root (`README.md`, `docs/operations.md`). */
+export const documentText = (path: string): string => readFileSync(join(repositoryRoot, path), 'utf8')
+
+/** The paths of the README and every page under docs/: what a reader may copy a command from. */
+export const documentPaths = (): string[] => [
+  'README.md',
+  ...readdirSync(join(repositoryRoot, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+]
+
+/** The first ```sh block after a heading of the document at `path`. */
+export function shellBlock(heading: string, path: string): string {
+  const text = documentText(path)
+  const at = text.indexOf(`\n${heading}\n`)
+  if (at < 0) throw new Error(`${path} has no heading ${heading}`)
+  const open = text.indexOf('```sh\n', at)
+  const close = text.indexOf('\n```\n', open)
+  return text.slice(open + '```sh\n'.length, close + 1)
 }
 
 export interface Ran {
@@ -28,4 +39,3 @@ export const bash = (script: string, options: { cwd: string; env: Record<string,
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
   )
-

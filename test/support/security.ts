@@ -63,8 +63,8 @@ export async function declaredRoutes(service: Service): Promise<DeclaredRoute[]>
 
 /**
  * argon2id at its smallest cost: these suites register dozens of accounts
- * and the hash's strength is not what they test (its own tests and the
- * README cover it); at the production cost on a busy machine the accounts
+ * and the hash's strength is not what they test (its own tests and
+ * docs/decisions.md cover it); at the production cost on a busy machine the accounts
  * alone took most of a file's minute.
  */
 export function cheapPasswords(): PasswordHasher {

@@ -106,7 +106,7 @@ export interface ServerProcessOptions {
    * passed. `undefined` removes a variable.
    */
   env?: Record<string, string | undefined>
-  /** `node` (default) runs `node --import tsx src/http/server.ts`; `npm` runs `npm start`, as the README says. */
+  /** `node` (default) runs `node --import tsx src/http/server.ts`; `npm` runs `npm start`, as the README's first command says. */
   via?: 'node' | 'npm'
   /** Wait until `/healthz` answers (default); false returns once the process is spawned. */
   waitUntilHealthy?: boolean

@@ -4,15 +4,19 @@ import type { Queryable } from '../../src/storage/db.js'
 import { openPostgres } from '../../src/storage/pg.js'
 import { repositoryRoot } from './serverProcess.js'
 
+/** Where the operator's SQL block for the service's role is printed. */
+export const SERVICE_ROLE_DOCUMENT = 'docs/operations.md'
+
 /**
- * The README's SQL block that creates the service's role and grants it what
- * it needs, as statements for `role` (with `password`) on `schema`: tests
- * run the service under exactly what an operator copies from the README.
+ * The SQL block of docs/operations.md that creates the service's role and
+ * grants it what it needs, as statements for `role` (with `password`) on
+ * `schema`: tests run the service under exactly what an operator copies
+ * from that page. (The names keep "readme", where the block was first printed.)
  */
 export function readmeServiceRoleStatements(schema: string, role: string, password: string): string[] {
-  const readme = readFileSync(`${repositoryRoot}/README.md`, 'utf8')
-  const block = /```sql\n(CREATE ROLE aps_service\b[\s\S]*?)```/.exec(readme)?.[1]
-  if (block === undefined) throw new Error('README.md has no ```sql block starting with CREATE ROLE aps_service')
+  const document = readFileSync(`${repositoryRoot}/${SERVICE_ROLE_DOCUMENT}`, 'utf8')
+  const block = /```sql\n(CREATE ROLE aps_service\b[\s\S]*?)```/.exec(document)?.[1]
+  if (block === undefined) throw new Error(`${SERVICE_ROLE_DOCUMENT} has no \`\`\`sql block starting with CREATE ROLE aps_service`)
   return block
     .split(';')
     .map((statement) => statement.replace(/\s+/g, ' ').trim())
@@ -33,7 +37,7 @@ export interface ServiceRole {
 }
 
 /**
- * A role of a unique name made with the README's statements on `schema`
+ * A role of a unique name made with docs/operations.md's statements on `schema`
  * (run through `owner`, whose search path is that schema), dropped when the
  * test ends through a connection of its own to `superuserUrl`.
  */

@@ -167,7 +167,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     url: '/v2/authz/verify/*',
     config: { failClosedWhenStale: true, foreignQuery: true },
     schema: {
-      // OpenAPI has no wildcard paths: the README and gateway/ document this form.
+      // OpenAPI has no wildcard paths: docs/operations.md and gateway/ document this form.
       hide: true,
       tags: ['authz'],
       security: bearer,
