@@ -2,16 +2,21 @@
  * npm run bench: the gateway's hot path measured in one run on this machine.
  * Compare ratios, not absolute figures: machines here are shared and noisy.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { cpus, totalmem } from 'node:os'
-import autocannon from 'autocannon'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { cpus, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { loadPhases, spawnToReady } from './coldStart.js'
+import { load, median, rounds, roundRatio, spawnServer, type LoadRun, type Server, type Target } from './http.js'
+import { topFrames } from './profile.js'
 import type { PermissionEngine } from '../src/engine/engine.js'
 import type { Database } from '../src/storage/db.js'
 import { benchDatabase, benchService, benchSubject, measuredEngine, postgresUrl, seedRules } from './seed.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
-const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 3)
-const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 9)
+/** BENCH_QUICK=1 (or --quick): the 1k-rule figures only, shorter and fewer rounds; a few minutes. */
+const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick')
+const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? (QUICK ? 2 : 3))
+const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? (QUICK ? 3 : 7))
 const rows: Array<[string, string, string]> = []
 const record = (what: string, value: string, note = '') => {
   rows.push([what, value, note])
@@ -19,10 +24,6 @@ const record = (what: string, value: string, note = '') => {
 }
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] as number
-}
 
 /** Calls per second of `fn`, run for about `ms` (at least `minCalls` times). */
 function rate(fn: (i: number) => unknown, ms: number, minCalls = 3): number {
@@ -119,156 +120,114 @@ async function inProcess(rules: number, withEnforce: boolean): Promise<InProcess
   return { indexRate, enforceRate, ask, store }
 }
 
-async function startServer(rules: number, schema: string | null): Promise<{ child: ChildProcess; port: number; token: string }> {
-  const args = ['--import', 'tsx', new URL('./server.ts', import.meta.url).pathname, String(rules), ...(schema !== null ? [schema] : [])]
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env })
-  return new Promise((resolve, reject) => {
-    let out = ''
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString()
-      const match = /READY (\d+) (\S+)/.exec(out)
-      if (match !== null) resolve({ child, port: Number(match[1]), token: match[2] as string })
-    })
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)))
-  })
-}
-
-interface LoadRun {
-  result: autocannon.Result
-  /** Server CPU time (user + system) per request served, in microseconds. */
-  cpuPerRequest: number
-}
-
-async function serverCpu(base: string): Promise<number> {
-  return ((await (await fetch(`${base}/bench/cpu`)).json()) as { micros: number }).micros
-}
-
-async function load(base: string, path: string, token: string): Promise<LoadRun> {
-  const before = await serverCpu(base)
-  const result = await autocannon({ url: `${base}${path}`, connections: 32, pipelining: 1, duration: HTTP_SECONDS, headers: { authorization: `Bearer ${token}` } })
-  const after = await serverCpu(base)
-  return { result, cpuPerRequest: (after - before) / Math.max(1, result.requests.total) }
-}
-
-interface RouteFigures {
-  rps: number
-  p50: number
-  p99: number
-  cpuPerRequest: number
-}
-
-/** The median of each figure over the runs (each figure on its own). */
-function summarise(runs: LoadRun[]): RouteFigures {
-  return {
-    rps: median(runs.map((r) => r.result.requests.average)),
-    p50: median(runs.map((r) => r.result.latency.p50)),
-    p99: median(runs.map((r) => r.result.latency.p99)),
-    cpuPerRequest: median(runs.map((r) => r.cpuPerRequest)),
-  }
-}
-
 const CHECK_PATH = '/v2/authz/check?obj=orders&act=read'
-// The proxies' forward auth for the same pair with the caller's own token: 204 and identity headers, no body.
-const VERIFY_PATH = '/v2/authz/verify?obj=orders&act=read'
-const EMPTY_PATH = '/bench/empty'
+const BATCH = JSON.stringify({
+  command: 'check-batch',
+  data: { checks: Array.from({ length: 100 }, (_, i) => ({ obj: i % 2 === 0 ? 'orders' : 'payouts', act: i % 3 === 0 ? 'read' : 'approve', domain: 'm1' })) },
+})
 
-interface Target {
-  base: string
-  path: string
-  token: string
+/** The routes measured against the bare Fastify route, each with what its answer must be. */
+function appTargets(server: Server, label = ''): Target[] {
+  return [
+    { name: `GET /healthz${label}`, server, path: '/healthz', status: 200 },
+    { name: `GET /v2/authz/check${label}`, server, path: CHECK_PATH, status: 200 },
+    // Forward auth for the same pair with the caller's own token: 204 and identity headers, no body.
+    { name: `GET /v2/authz/verify (query)${label}`, server, path: '/v2/authz/verify?obj=orders&act=read', status: 204 },
+    { name: `GET /v2/authz/verify (X-Authz-* headers)${label}`, server, path: '/v2/authz/verify', headers: { 'x-authz-obj': 'orders', 'x-authz-act': 'read' }, status: 204 },
+    // The prefix form (Envoy): the original request after the prefix, decided by gateway/routes.example.json.
+    { name: `GET /v2/authz/verify/* (prefix)${label}`, server, path: '/v2/authz/verify/api/orders/17', status: 200 },
+    { name: `POST /v2/authz/check-batch, 100 checks${label}`, server, path: '/v2/authz/check-batch', method: 'POST', body: BATCH, decisions: 100, status: 200 },
+  ]
 }
 
-interface Server {
-  base: string
-  token: string
-  stop: () => void
-}
-
-async function serve(rules: number, schema: string | null): Promise<Server> {
-  const { child, port, token } = await startServer(rules, schema)
-  return { base: `http://127.0.0.1:${port}`, token, stop: () => child.kill('SIGTERM') }
-}
-
-/**
- * Loads every target once per round, the order rotating from round to round,
- * after one warm-up each. Returns the runs per target, round by round, so
- * ratios can be taken within a round: the machine's load drifts over
- * seconds, and comparing runs made back to back cancels the drift.
- */
-async function rounds(targets: Target[]): Promise<LoadRun[][]> {
-  for (const target of targets) await load(target.base, target.path, target.token)
-  const runs: LoadRun[][] = targets.map(() => [])
-  for (let round = 0; round < HTTP_ROUNDS; round++) {
-    for (let k = 0; k < targets.length; k++) {
-      const t = (round + k) % targets.length
-      const target = targets[t] as Target
-      const run = await load(target.base, target.path, target.token)
-      if (target.path !== EMPTY_PATH && run.result.non2xx > 0) throw new Error(`${run.result.non2xx} requests to ${target.path} failed`)
-      ;(runs[t] as LoadRun[]).push(run)
-    }
-  }
-  return runs
-}
-
-/** Median over the rounds of a figure of `a` divided by the same of `b`. */
-function roundRatio(a: LoadRun[], b: LoadRun[], figure: (run: LoadRun) => number): number {
-  return median(a.map((run, i) => figure(run) / figure(b[i] as LoadRun)))
-}
-
-const rps = (run: LoadRun) => run.result.requests.average
+const rps = (run: LoadRun) => run.rps
 const perCpuSecond = (run: LoadRun) => 1 / run.cpuPerRequest
 
-const latency = (f: RouteFigures) => `(${f.p50} / ${f.p99}; ${fmt(f.cpuPerRequest, 1)} µs CPU)`
+/** Profiles the check on a server of its own: the top ten frames by self time, per request. */
+async function profileCheck(rules: number, schema: string | null): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'aps-prof-'))
+  const server = await spawnServer('./server.ts', [String(rules), ...(schema !== null ? [schema] : [])], ['--cpu-prof', `--cpu-prof-dir=${dir}`])
+  const target: Target = { name: 'check (profiled)', server, path: CHECK_PATH, status: 200 }
+  await load(target, 2)
+  const from = Number(process.hrtime.bigint() / 1000n)
+  const run = await load(target, HTTP_SECONDS)
+  const to = Number(process.hrtime.bigint() / 1000n)
+  await server.stop()
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
+  if (file === undefined) throw new Error('the profiled server wrote no profile')
+  // Only the samples of the measured run: the start-up and the warm-up are left out.
+  const frames = topFrames(join(dir, file), from, to, Math.round(run.rps * HTTP_SECONDS))
+  rmSync(dir, { recursive: true, force: true })
+  profileLines.push(
+    '',
+    `CPU profile of GET /v2/authz/check (node --cpu-prof on the server, ${fmt(rules)} rules, the samples of one ${HTTP_SECONDS} s run after a warm-up): top ten frames by self time`,
+    '',
+    '| frame | self time, share of the profile | µs per request |',
+    '|---|---:|---:|',
+    ...frames.map((f) => `| \`${f.name}\` | ${fmt(f.share * 100, 1)}% | ${fmt(f.microsPerRequest, 2)} |`),
+  )
+}
+
+/** The real app on `rules` rules (the schema of a seeded PostgreSQL store, or a fresh PGlite). */
+const serve = (rules: number, schema: string | null): Promise<Server> => spawnServer('./server.ts', [String(rules), ...(schema !== null ? [schema] : [])])
+
+const profileLines: string[] = []
+const httpLines: string[] = []
 
 const started = new Date()
-const command = `npm run bench${postgresUrl !== undefined ? ' (DATABASE_URL=postgres://…)' : ''}`
+const command = `${QUICK ? 'BENCH_QUICK=1 ' : ''}${postgresUrl !== undefined ? 'DATABASE_URL=postgres://… ' : ''}npm run bench`
 process.stderr.write(`running ${command}\n`)
 
 const small = await inProcess(1_000, true)
-const medium = await inProcess(20_000, true)
-await medium.store.drop()
-const large = await inProcess(200_000, true)
-await large.store.drop()
+if (!QUICK) {
+  const medium = await inProcess(20_000, true)
+  await medium.store.drop()
+  const large = await inProcess(200_000, true)
+  await large.store.drop()
+}
 
-// The servers run side by side, so the 1k-rule and 1M-rule checks are compared round by round too.
+const bare = await spawnServer('./bareFastify.ts', [])
 const smallServer = await serve(1_000, small.store.schema)
-const servers = [smallServer]
-const targets: Target[] = [
-  { base: smallServer.base, path: EMPTY_PATH, token: smallServer.token },
-  { base: smallServer.base, path: CHECK_PATH, token: smallServer.token },
-  { base: smallServer.base, path: VERIFY_PATH, token: smallServer.token },
-]
+const servers = [bare, smallServer]
+const targets: Target[] = [{ name: 'bare Fastify route (yardstick)', server: bare, path: '/bare', status: 200 }, ...appTargets(smallServer)]
 let huge: InProcess | null = null
-if (postgresUrl !== undefined) {
+if (postgresUrl !== undefined && !QUICK) {
   huge = await inProcess(1_000_000, false)
   // The two engines asked in turn, several times, so both sides of the ratio see the same machine.
   const ratios: number[] = []
   for (let i = 0; i < 7; i++) ratios.push(small.ask(400) / huge.ask(400))
   record('index decisions/s, 1k rules / 1M rules (asked in turn, median of 7)', fmt(median(ratios), 2), '(target <= 1.2)')
+  const readyMs = await spawnToReady(huge.store.schema as string)
+  record('cold start, 1M rules, spawn to /readyz (PostgreSQL)', `${fmt(readyMs)} ms`, '(target < 4,000)')
+  const phases = await loadPhases(huge.store.db)
+  record(`load step: read the rows through storage (query, transfer, parse), ${fmt(phases.rules)} rows`, `${fmt(phases.readMs)} ms`)
+  record('load step: Casbin model filled from rows in memory', `${fmt(phases.casbinMs)} ms`, `(${fmt(phases.casbinHeapPerRule)} B heap per rule)`)
+  record("load step: the model's row tables (for in-place changes)", `${fmt(phases.rowTablesMs)} ms`)
+  record('load step: decision index built from the rows', `${fmt(phases.indexMs)} ms`, `(${fmt(phases.indexHeapPerRule)} B heap per rule)`)
   const hugeServer = await serve(1_000_000, huge.store.schema)
   servers.push(hugeServer)
-  targets.push({ base: hugeServer.base, path: CHECK_PATH, token: hugeServer.token })
+  targets.push({ name: 'GET /v2/authz/check, 1M rules', server: hugeServer, path: CHECK_PATH, status: 200 })
 }
 try {
-  const [empty, check, verify, checkHuge] = (await rounds(targets)) as [LoadRun[], LoadRun[], LoadRun[], LoadRun[] | undefined]
-  record('HTTP empty JSON route, same size, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(empty).rps), latency(summarise(empty)))
-  record('HTTP GET /v2/authz/check, 1,000 rules, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(check).rps), latency(summarise(check)))
-  record('check / empty route, req/s (median of the rounds)', fmt(roundRatio(check, empty, rps), 2), '(target >= 0.85)')
-  record('check / empty route, requests per server CPU second (median of the rounds)', fmt(roundRatio(check, empty, perCpuSecond), 2), '(the same ratio, less sensitive to other load)')
-  record('HTTP GET /v2/authz/verify, 1,000 rules, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(verify).rps), latency(summarise(verify)))
-  record('verify / empty route, req/s (median of the rounds)', fmt(roundRatio(verify, empty, rps), 2), '(target >= 0.85)')
-  record('verify / empty route, requests per server CPU second (median of the rounds)', fmt(roundRatio(verify, empty, perCpuSecond), 2), '(the same ratio, less sensitive to other load)')
-  if (checkHuge !== undefined) {
-    record('HTTP GET /v2/authz/check, 1,000,000 rules, req/s (p50 / p99 ms; server CPU per request)', fmt(summarise(checkHuge).rps), latency(summarise(checkHuge)))
-    record('check throughput, 1k rules / 1M rules (median of the rounds)', fmt(roundRatio(check, checkHuge, rps), 2), '(target <= 1.2)')
-  } else {
-    record('1M rules', 'skipped', '(set DATABASE_URL=postgres://… for the 1M-rule figures)')
-  }
+  const runs = await rounds(targets, HTTP_SECONDS, HTTP_ROUNDS)
+  const yardstick = runs[0] as LoadRun[]
+  httpLines.push(
+    '| route | req/s | decisions/s | p50 / p99 ms | server CPU per request | req/s vs bare | req per CPU s vs bare |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  )
+  targets.forEach((target, t) => {
+    const mine = runs[t] as LoadRun[]
+    const rate = median(mine.map(rps))
+    httpLines.push(
+      `| ${target.name} | ${fmt(rate)} | ${target.decisions === undefined ? '' : fmt(rate * target.decisions)} | ${median(mine.map((r) => r.p50))} / ${median(mine.map((r) => r.p99))} | ${fmt(median(mine.map((r) => r.cpuPerRequest)), 1)} µs | ${fmt(roundRatio(mine, yardstick, rps), 2)} | ${fmt(roundRatio(mine, yardstick, perCpuSecond), 2)} |`,
+    )
+  })
 } finally {
-  for (const server of servers) server.stop()
-  await small.store.drop()
-  await huge?.store.drop()
+  for (const server of servers) await server.stop()
 }
+await profileCheck(1_000, small.store.schema)
+await small.store.drop()
+await huge?.store.drop()
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU'
 process.stdout.write(
@@ -276,11 +235,14 @@ process.stdout.write(
     `command: ${command}`,
     `date: ${started.toISOString()}`,
     `machine: ${cpus().length} × ${cpu}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`,
-    `store: ${postgresUrl !== undefined ? 'PostgreSQL' : 'PGlite (in memory)'}; HTTP: autocannon, 32 connections, ${HTTP_SECONDS} s per run, ${HTTP_ROUNDS} rounds of every route in turn, medians`,
+    `store: ${postgresUrl !== undefined ? 'PostgreSQL' : 'PGlite (in memory)'}; HTTP: autocannon, 32 connections, ${HTTP_SECONDS} s per run, ${HTTP_ROUNDS} rounds of every route in turn, medians; ratios taken within each round; server LOG_LEVEL=info, CHECK_LOG_LEVEL default`,
+    '',
+    ...httpLines,
     '',
     '| measure | value | note |',
     '|---|---:|---|',
     ...rows.map(([what, value, note]) => `| ${what} | ${value} | ${note} |`),
+    ...profileLines,
     '',
   ].join('\n'),
 )

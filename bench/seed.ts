@@ -39,8 +39,17 @@ export async function benchDatabase(schema?: string): Promise<{ db: Database; sc
   }
 }
 
-export function benchConfig() {
-  return loadConfig({ DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: BENCH_SECRET, LOG_LEVEL: 'silent' })
+/** The example route map of gateway/, so that the prefix form of forward auth has pairs to decide. */
+export const BENCH_ROUTE_MAP = new URL('../gateway/routes.example.json', import.meta.url).pathname
+
+/** The service's configuration for the bench; `logLevel` as in production (info) for the HTTP server. */
+export function benchConfig(logLevel = 'silent') {
+  return loadConfig({
+    DATABASE_URL: postgresUrl ?? 'pglite://memory',
+    JWT_SECRET: BENCH_SECRET,
+    LOG_LEVEL: logLevel,
+    ROUTE_MAP_PATH: BENCH_ROUTE_MAP,
+  })
 }
 
 /**
@@ -70,8 +79,8 @@ export async function benchSubject(service: Service): Promise<{ userId: string; 
   return { userId: clerk.id, token: service.tokens.issue(clerk, 86400).access_token }
 }
 
-export async function benchService(db: Database): Promise<Service> {
-  return buildService(benchConfig(), { db, skipFirstAdmin: true })
+export async function benchService(db: Database, logLevel = 'silent'): Promise<Service> {
+  return buildService(benchConfig(logLevel), { db, skipFirstAdmin: true })
 }
 
 /** The engine loaded on its own from `db`, how long that took, and the heap it added per stored row (p and g rows and overrides). */

@@ -81,7 +81,9 @@ export class StorageAdapter implements FilteredAdapter {
       if (section === null) continue
       // Storage drops trailing empty columns; a rule whose last declared
       // field is an empty string must still reload with the model's width.
-      const fields = row.fields.map(intern)
+      // The row's own array, interned in place: a million rows make a million fewer arrays.
+      const fields = row.fields
+      for (let i = 0; i < fields.length; i++) fields[i] = intern(fields[i] as string)
       while (fields.length < section.width) fields.push('')
       section.policy.push(fields)
     }

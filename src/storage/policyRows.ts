@@ -34,12 +34,13 @@ export interface RuleRow {
   fields: string[]
 }
 
-/** Only the fields the model declares, without the empty padding. */
-function trimmed(row: Record<string, string>): string[] {
-  const fields = [row.v0, row.v1, row.v2, row.v3, row.v4, row.v5].map((v) => v ?? '')
-  let end = fields.length
-  while (end > 0 && fields[end - 1] === '') end--
-  return fields.slice(0, end)
+/** Only the fields the model declares, without the empty padding (one array per row, no intermediate ones). */
+function trimmed(row: Record<string, string | null>): string[] {
+  const { v0, v1, v2, v3, v4, v5 } = row
+  const end = v5 ? 6 : v4 ? 5 : v3 ? 4 : v2 ? 3 : v1 ? 2 : v0 ? 1 : 0
+  const fields = [v0 ?? '', v1 ?? '', v2 ?? '', v3 ?? '', v4 ?? '', v5 ?? '']
+  fields.length = end
+  return fields
 }
 
 /**
@@ -60,7 +61,7 @@ export async function* iterateRules(
   for (;;) {
     const params: unknown[] = [after, pageSize]
     if (options.domain !== undefined) params.push(options.domain)
-    const { rows } = await q.query<Record<string, string>>(
+    const { rows } = await q.query<Record<string, string | null>>(
       `SELECT id::text AS id, ptype, v0, v1, v2, v3, v4, v5 FROM casbin_rule
        WHERE casbin_rule.id > $1::bigint ${filter} ORDER BY casbin_rule.id LIMIT $2`,
       params,

@@ -1,0 +1,134 @@
+/**
+ * Load over HTTP for `npm run bench`: server processes of their own, load
+ * from autocannon, and the server's CPU time read from /proc/<pid>/stat
+ * (user + system), so the figure is the server's alone and costs the server
+ * nothing to report.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import autocannon from 'autocannon'
+
+/** Clock ticks per second of /proc's CPU times. */
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
+
+/** CPU time (user + system) of a process so far, in microseconds. */
+export function processCpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS
+}
+
+export interface Server {
+  base: string
+  token: string
+  pid: number
+  child: ChildProcess
+  /** Stops the process and resolves once it has exited (a CPU profile is written on exit). */
+  stop: () => Promise<void>
+}
+
+/** Spawns `node [nodeArgs] --import tsx <script> [args]` and waits for its `READY <port> <token>` on stderr. */
+export async function spawnServer(script: string, args: string[], nodeArgs: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<Server> {
+  const path = new URL(script, import.meta.url).pathname
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  return new Promise((resolve, reject) => {
+    let err = ''
+    child.stderr?.on('data', (chunk: Buffer) => {
+      err += chunk.toString()
+      const match = /READY (\d+) (\S+)/.exec(err)
+      if (match !== null && child.pid !== undefined) {
+        err = ''
+        resolve({
+          base: `http://127.0.0.1:${match[1]}`,
+          token: match[2] as string,
+          pid: child.pid,
+          child,
+          stop: () => {
+            child.kill('SIGTERM')
+            return exited
+          },
+        })
+      }
+    })
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${err.slice(-2000)}`)))
+  })
+}
+
+/** One way of asking a server: a path, and the method, headers and body that go with it. */
+export interface Target {
+  name: string
+  server: Server
+  path: string
+  method?: 'GET' | 'POST'
+  headers?: Record<string, string>
+  body?: string
+  /** Decisions per request (check-batch answers many). */
+  decisions?: number
+  /** The status every answer must have. */
+  status: number
+}
+
+export interface LoadRun {
+  rps: number
+  p50: number
+  p99: number
+  /** Server CPU time per request served, in microseconds. */
+  cpuPerRequest: number
+}
+
+export async function load(target: Target, seconds: number, connections = 32): Promise<LoadRun> {
+  const { server } = target
+  const headers: Record<string, string> = { ...target.headers }
+  if (server.token !== '-') headers.authorization = `Bearer ${server.token}`
+  if (target.body !== undefined) headers['content-type'] = 'application/json'
+  const before = processCpuMicros(server.pid)
+  const result = await autocannon({
+    url: `${server.base}${target.path}`,
+    method: target.method ?? 'GET',
+    headers,
+    body: target.body,
+    connections,
+    pipelining: 1,
+    duration: seconds,
+    expectBody: undefined,
+  })
+  const after = processCpuMicros(server.pid)
+  const wrong = result.requests.total - (result.statusCodeStats?.[String(target.status) as keyof typeof result.statusCodeStats]?.count ?? 0)
+  if (wrong > 0 || result.errors > 0) throw new Error(`${target.name}: ${wrong} answers were not ${target.status} (${result.errors} errors)`)
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    cpuPerRequest: (after - before) / Math.max(1, result.requests.total),
+  }
+}
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] as number
+}
+
+/**
+ * Loads every target once per round, the order rotating from round to round,
+ * after one warm-up each. Returns the runs per target, round by round, so
+ * ratios can be taken within a round: the machine's load drifts over
+ * seconds, and comparing runs made back to back cancels the drift.
+ */
+export async function rounds(targets: Target[], seconds: number, count: number): Promise<LoadRun[][]> {
+  for (const target of targets) await load(target, Math.min(seconds, 2))
+  const runs: LoadRun[][] = targets.map(() => [])
+  for (let round = 0; round < count; round++) {
+    for (let k = 0; k < targets.length; k++) {
+      const t = (round + k) % targets.length
+      ;(runs[t] as LoadRun[]).push(await load(targets[t] as Target, seconds))
+    }
+  }
+  return runs
+}
+
+/** Median over the rounds of a figure of `a` divided by the same of `b`. */
+export function roundRatio(a: LoadRun[], b: LoadRun[], figure: (run: LoadRun) => number): number {
+  return median(a.map((run, i) => figure(run) / figure(b[i] as LoadRun)))
+}
