@@ -7,7 +7,7 @@
  * it seeds a fresh one. Prints `READY <port> <token>` when listening.
  */
 import app from '../src/http/app.js'
-import { createFastify } from '../src/http/server.js'
+import { createFastify } from '../src/http/fastifyOptions.js'
 import { findAccountByEmail } from '../src/storage/accounts.js'
 import { BENCH_EMAIL, benchConfig, benchDatabase, benchService, benchSubject, seedRules } from './seed.js'
 

@@ -1,6 +1,6 @@
 import type { Service } from '../../compose.js'
 import app from '../app.js'
-import { createFastify } from '../server.js'
+import { createFastify } from '../fastifyOptions.js'
 import { serializeDocument, type OpenapiDocument } from './document.js'
 import { renderApiReference } from './reference.js'
 
