@@ -16,7 +16,7 @@ import { listPermissionHolders } from '../src/commands/accessReview.js'
 import type { Caller } from '../src/commands/context.js'
 import { declaredCatalog } from '../src/domain/permissions.js'
 import app from '../src/http/app.js'
-import { createFastify } from '../src/http/server.js'
+import { createFastify } from '../src/http/fastifyOptions.js'
 import type { Database } from '../src/storage/db.js'
 import { benchConfig, benchDatabase, benchService, measuredEngine, postgresUrl, seedRules } from './seed.js'
 

@@ -7,7 +7,7 @@
  * listening (stdout carries the log, as in production).
  */
 import app from '../src/http/app.js'
-import { createFastify } from '../src/http/server.js'
+import { createFastify } from '../src/http/fastifyOptions.js'
 import { findAccountByEmail } from '../src/storage/accounts.js'
 import { BENCH_EMAIL, benchDatabase, benchService, benchSubject, seedRules } from './seed.js'
 

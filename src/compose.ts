@@ -2,7 +2,6 @@ import type { Config, StorageConfig } from './config.js'
 import { bootstrapSystemOwner, createFirstAdmin } from './commands/bootstrap.js'
 import type { CommandContext } from './commands/context.js'
 import { OverrideExpiry } from './commands/overrideExpiry.js'
-import { Replica } from './commands/replica.js'
 import { syncCatalog } from './commands/syncCatalog.js'
 import { WriteQueue } from './commands/writeQueue.js'
 import { systemClock, type Clock } from './domain/clock.js'
@@ -10,12 +9,13 @@ import { declaredCatalog } from './domain/permissions.js'
 import { PermissionEngine, type EngineState } from './engine/engine.js'
 import { readModel } from './engine/model.js'
 import { gateModelDecisions, logDecisionPath } from './modelGate.js'
+import { followChanges } from './replica/follow.js'
+import { Replica } from './replica/replica.js'
 import { createPasswordHasher, type PasswordHasher } from './security/passwords.js'
 import { createTokenIssuer, type TokenIssuer } from './security/tokens.js'
 import { AccountDirectory } from './storage/accountDirectory.js'
 import { listCatalog } from './storage/catalog.js'
-import { ChangeFeedListener } from './storage/changeFeed.js'
-import { currentSchema } from './storage/changes.js'
+import type { ChangeFeedListener } from './storage/changeFeed.js'
 import type { Database, Queryable } from './storage/db.js'
 import { migrate } from './storage/migrate.js'
 import { openPostgres } from './storage/pg.js'
@@ -98,7 +98,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       await accounts.load(tx)
       return { engine, revision }
     })
-    const replica = new Replica(db, engine, accounts, engineState, revision, {
+    const replica = new Replica(db, { engine, accounts }, engineState, revision, {
       // A process that does not follow the store (a one-shot command) has nothing to confirm its revision with.
       maxStalenessMs: options.follow === false ? Number.POSITIVE_INFINITY : config.replication.maxStalenessMs,
       ...(options.log ? { log: options.log } : {}),
@@ -129,7 +129,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
         : null
 
     if (options.follow !== false) {
-      feed = await followChanges(db, replica, config, options.log)
+      feed = await followChanges(db, replica, { pollMs: config.replication.pollMs, log: options.log })
       expiry = new OverrideExpiry(ctx, replica, clock, options.log)
       expiry.start()
     }
@@ -165,45 +165,4 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     if (options.db === undefined) await db.close().catch(() => undefined)
     throw error
   }
-}
-
-/** How soon a failed read of the change feed is tried again, rather than at the next poll. */
-const SYNC_RETRY_MS = 500
-
-/**
- * Keeps this process in step with the others: every notification, every
- * reconnection and every poll tick reads the change feed from the revision
- * applied. Failures are logged when they start and when they end, not on
- * every tick of an outage.
- */
-async function followChanges(db: Database, replica: Replica, config: Config, log: Logger | undefined): Promise<ChangeFeedListener> {
-  let failing = false
-  let retry: NodeJS.Timeout | null = null
-  const sync = () => {
-    replica.sync().then(
-      () => {
-        if (failing) log?.info({ revision: replica.revision }, 'the database answers again: the policy is current')
-        failing = false
-      },
-      (error: unknown) => {
-        if (!failing) log?.warn({ err: error, revision: replica.revision }, 'cannot read the change feed: answering from memory until the staleness bound')
-        failing = true
-        // Keep trying every half second rather than at the next poll: what changed meanwhile applies soon after recovery.
-        retry ??= setTimeout(() => {
-          retry = null
-          if (failing) sync()
-        }, SYNC_RETRY_MS).unref()
-      },
-    )
-  }
-  const feed = new ChangeFeedListener(db, {
-    schema: await currentSchema(db),
-    pollMs: config.replication.pollMs,
-    onSignal: (revision) => {
-      if (revision === null || revision > replica.revision) sync()
-    },
-    ...(log ? { log } : {}),
-  })
-  feed.start()
-  return feed
 }

@@ -9,7 +9,7 @@ import type { Database } from '../src/storage/db.js'
 import { openPostgres } from '../src/storage/pg.js'
 import { openPGlite } from '../src/storage/pglite.js'
 import app from '../src/http/app.js'
-import { createFastify } from '../src/http/server.js'
+import { createFastify } from '../src/http/fastifyOptions.js'
 import type { Account } from '../src/domain/principals.js'
 
 /** The back end every test file runs on: PostgreSQL when DATABASE_URL says so, else an in-memory PGlite. */

@@ -3,7 +3,7 @@ import { ruleRemoved, type StoreChange } from '../domain/changes.js'
 import type { Clock, ClockTimer } from '../domain/clock.js'
 import { sweepExpiredOverrides, type OverrideRow } from '../storage/overrides.js'
 import type { CommandContext } from './context.js'
-import type { Replica, ReplicaLogger } from './replica.js'
+import type { Replica, ReplicaLogger } from '../replica/replica.js'
 
 /** A sweep that failed (the database out of reach) is tried again this much later. */
 const SWEEP_RETRY_MS = 1000

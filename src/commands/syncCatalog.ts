@@ -1,5 +1,7 @@
 import { SYSTEM_ACTOR } from '../domain/audit.js'
-import { planCatalogSync, type CatalogEntry, type PermissionDeclaration } from '../domain/permissions.js'
+import type { StoreChange } from '../domain/changes.js'
+import { planCatalogSync, type PermissionDeclaration } from '../domain/permissions.js'
+import { applyChange } from '../engine/applyChange.js'
 import { insertCatalogEntry, listCatalog, updateCatalogEntry } from '../storage/catalog.js'
 import type { CommandContext } from './context.js'
 
@@ -8,7 +10,7 @@ import type { CommandContext } from './context.js'
  * under an advisory lock, so replicas starting together record each event once.
  */
 export async function syncCatalog(
-  ctx: Pick<CommandContext, 'writes' | 'engine'>,
+  ctx: Pick<CommandContext, 'writes' | 'engine' | 'accounts'>,
   declared: readonly PermissionDeclaration[],
 ): Promise<{ events: number; revision: number }> {
   const outcome = await ctx.writes.run(async (tx) => {
@@ -22,7 +24,7 @@ export async function syncCatalog(
     for (const { event, entry } of plan.events) {
       if (event === 'catalog_added') await insertCatalogEntry(tx, entry)
     }
-    const next: CatalogEntry[] = plan.next
+    const change: StoreChange = { kind: 'catalog', entries: plan.next }
     return {
       changed: plan.events.length > 0,
       audit: plan.events.map(({ event, entry }) => ({
@@ -35,9 +37,9 @@ export async function syncCatalog(
         merchant_id: null,
         actor: SYSTEM_ACTOR,
       })),
-      changes: [{ kind: 'catalog', entries: next }],
+      changes: [change],
       // Labels and groups may change without an event (nothing audited, no revision): this process still shows them.
-      afterCommit: () => ctx.engine.replaceCatalog(next),
+      afterCommit: () => applyChange(ctx, change),
       result: plan.events.length,
     }
   })

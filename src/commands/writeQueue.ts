@@ -5,7 +5,7 @@ import { insertAudit } from '../storage/audit.js'
 import { recordChange, writeCommitted } from '../storage/changes.js'
 import { StorageUnavailableError, type Database, type Queryable } from '../storage/db.js'
 import { bumpRevision, currentRevision } from '../storage/revision.js'
-import type { Replica } from './replica.js'
+import type { Replica } from '../replica/replica.js'
 
 /** What a write's transaction decided: whether it changed anything, its audit entries and what it changed. */
 export interface PlannedWrite<T> {
@@ -14,7 +14,7 @@ export interface PlannedWrite<T> {
   /** Applied to memory after the commit, here and (through the change feed) on every other replica. */
   changes: StoreChange[]
   /** Runs after the commit and the memory changes, in this process only. */
-  afterCommit?: () => void
+  afterCommit?: () => void | Promise<void>
   result: T
 }
 
@@ -70,7 +70,7 @@ export class WriteQueue {
     }
     const { planned, revision } = outcome
     if (planned.changed) await this.replica.applyCommitted(revision, planned.changes)
-    planned.afterCommit?.()
+    await planned.afterCommit?.()
     return { changed: planned.changed, revision, result: planned.result }
   }
 

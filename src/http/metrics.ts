@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client'
-import type { Replica } from '../commands/replica.js'
+import type { Replica } from '../replica/replica.js'
 import type { PoolStats } from '../storage/db.js'
 import { LatencyHistogram } from './latencyHistogram.js'
 

@@ -41,6 +41,20 @@ export async function readChangesAfter(q: Queryable, revision: number, limit = 1
   }))
 }
 
+/**
+ * The revisions that follow `revision` in the feed, in order and without a
+ * hole, at most `limit` of them; null when the feed no longer holds
+ * `revision + 1` (pruned past it), so the reader must load everything again.
+ * Asked only by a reader behind the current revision, which the next
+ * revision's row therefore exists for (it commits with the revision).
+ */
+export async function readFeedAfter(q: Queryable, revision: number, limit: number): Promise<ChangeRow[] | null> {
+  const rows = await readChangesAfter(q, revision, limit)
+  if (rows[0]?.revision !== revision + 1) return null
+  const gap = rows.findIndex((row, i) => row.revision !== revision + 1 + i)
+  return gap === -1 ? rows : rows.slice(0, gap)
+}
+
 /** Whether the write with this id committed (asked after its COMMIT went unanswered). */
 export async function writeCommitted(q: Queryable, writeId: string): Promise<number | null> {
   const { rows } = await q.query<{ revision: string }>('SELECT revision::text AS revision FROM store_changes WHERE write_id = $1', [writeId])

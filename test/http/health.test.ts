@@ -1,6 +1,6 @@
 import t from 'tap'
 import app from '../../src/http/app.js'
-import { createFastify } from '../../src/http/server.js'
+import { createFastify } from '../../src/http/fastifyOptions.js'
 import { ROOT_EMAIL, buildTestApp, buildTestService } from '../helper.js'
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
 

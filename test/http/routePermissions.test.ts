@@ -1,6 +1,6 @@
 import t from 'tap'
 import app from '../../src/http/app.js'
-import { createFastify } from '../../src/http/server.js'
+import { createFastify } from '../../src/http/fastifyOptions.js'
 import { buildTestService } from '../helper.js'
 
 t.test('every admin route declares a permission that is in the active catalog', async (t) => {

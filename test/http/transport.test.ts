@@ -9,7 +9,7 @@ import { connect, type Socket } from 'node:net'
 import type { FastifyBaseLogger, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import app from '../../src/http/app.js'
-import { createFastify } from '../../src/http/server.js'
+import { createFastify } from '../../src/http/fastifyOptions.js'
 import { buildTestApp } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import type { HTTPMethods } from 'fastify'
 import app from '../../src/http/app.js'
-import { createFastify } from '../../src/http/server.js'
+import { createFastify } from '../../src/http/fastifyOptions.js'
 import { ROOT_EMAIL, buildTestService } from '../helper.js'
 
 /** A query parameter a route does not declare is refused with 400 `100` naming it, on every route. */

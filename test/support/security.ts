@@ -7,7 +7,7 @@ import type { Service } from '../../src/compose.js'
 import type { PermissionDeclaration } from '../../src/domain/permissions.js'
 import type { PrincipalType } from '../../src/domain/principals.js'
 import app from '../../src/http/app.js'
-import { createFastify } from '../../src/http/server.js'
+import { createFastify } from '../../src/http/fastifyOptions.js'
 import type { Queryable } from '../../src/storage/db.js'
 import { ARGON2_PARAMETERS, createPasswordHasher, type PasswordHasher } from '../../src/security/passwords.js'
 

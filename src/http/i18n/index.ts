@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import i18next, { type TFunction } from 'i18next'
 import Negotiator from 'negotiator'
@@ -129,4 +130,15 @@ export function createLocalizer(defaultLocale: string, dir = messagesDir): Local
 /** A permissions answer (a role's, a user's) with its entries' labels and groups in the locale. */
 export function localisedPermissions<T extends { permissions: CatalogText[] }>(localizer: Localizer, locale: string, result: T): T {
   return { ...result, permissions: result.permissions.map((p) => localizer.localiseCatalogEntry(locale, p)) }
+}
+
+/**
+ * The translator for a request the locale plugin has not seen (an answer
+ * given before any route runs, or once the server is stopping): its `lang`
+ * read from the raw URL, then its `Accept-Language`, as the plugin reads them.
+ */
+export function rawRequestTranslator(localizer: Localizer, request: Pick<IncomingMessage, 'url' | 'headers'>): Translate {
+  const query = request.url?.split('?')[1]
+  const lang = query !== undefined ? (new URLSearchParams(query).get('lang') ?? undefined) : undefined
+  return localizer.translator(localizer.negotiate(lang, request.headers['accept-language']))
 }

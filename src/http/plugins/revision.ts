@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Replica } from '../../commands/replica.js'
+import type { Replica } from '../../replica/replica.js'
 import { ServiceError } from '../../domain/errors.js'
 import { asArray } from './authentication.js'
 

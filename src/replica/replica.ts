@@ -1,8 +1,7 @@
 import type { StoreChange } from '../domain/changes.js'
-import type { Account } from '../domain/principals.js'
-import type { EngineState, PermissionEngine } from '../engine/engine.js'
-import type { AccountDirectory } from '../storage/accountDirectory.js'
-import { readChangesAfter } from '../storage/changes.js'
+import { applyChange, type InMemoryState } from '../engine/applyChange.js'
+import type { EngineState } from '../engine/engine.js'
+import { readFeedAfter } from '../storage/changes.js'
 import type { Database, Queryable } from '../storage/db.js'
 import { currentRevision } from '../storage/revision.js'
 
@@ -47,8 +46,7 @@ export class Replica {
 
   constructor(
     private readonly db: Database,
-    private readonly engine: PermissionEngine,
-    private readonly accounts: AccountDirectory,
+    private readonly memory: InMemoryState,
     private readonly engineState: (q: Queryable) => Promise<EngineState>,
     revision: number,
     private readonly options: ReplicaOptions,
@@ -178,14 +176,13 @@ export class Replica {
   private async catchUp(): Promise<void> {
     const head = await currentRevision(this.db)
     while (this.applied < head) {
-      const rows = await readChangesAfter(this.db, this.applied, CATCH_UP_PAGE)
-      if (rows[0]?.revision !== this.applied + 1) {
+      const rows = await readFeedAfter(this.db, this.applied, CATCH_UP_PAGE)
+      if (rows === null) {
         this.options.log?.warn({ revision: this.applied, head }, 'the change feed no longer holds the next revision: reloading the whole policy')
         await this.reloadNow()
         return
       }
       for (const row of rows) {
-        if (row.revision !== this.applied + 1) break
         if (!(await this.applyOrReload(row.revision, row.changes))) return
       }
     }
@@ -206,44 +203,18 @@ export class Replica {
   }
 
   private async applyChanges(changes: readonly StoreChange[]): Promise<void> {
-    for (const change of changes) {
-      switch (change.kind) {
-        case 'rule':
-          if (change.op === 'add') await this.engine.addRule(change.ptype, change.values, expiryOf(change.expires_at))
-          else await this.engine.removeRule(change.ptype, change.values)
-          break
-        case 'account':
-          this.accounts.put(reviveAccount(change.account))
-          break
-        case 'catalog':
-          this.engine.replaceCatalog(change.entries)
-          break
-        case 'sub_role':
-          this.engine.setRootRole(change.code, change.is_root)
-          break
-        case 'merchant':
-          // Merchants are read from the database where they matter; nothing in memory.
-          break
-      }
-    }
+    for (const change of changes) await applyChange(this.memory, change)
   }
 
   private async reloadNow(): Promise<void> {
     const revision = await this.db.snapshot(async (tx) => {
       const revision = await currentRevision(tx)
-      await this.engine.reload(tx, await this.engineState(tx))
-      await this.accounts.load(tx)
+      await this.memory.engine.reload(tx, await this.engineState(tx))
+      await this.memory.accounts.load(tx)
       return revision
     })
     this.setApplied(revision)
     this.confirmedAt = this.now()
     this.reloadCount++
   }
-}
-
-const expiryOf = (text: string | null | undefined): number | null => (typeof text === 'string' ? Date.parse(text) : null)
-
-/** Accounts from the feed went through JSON: their time is text again. */
-function reviveAccount(account: Account): Account {
-  return typeof account.created_at === 'string' ? { ...account, created_at: new Date(account.created_at) } : account
 }

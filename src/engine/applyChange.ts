@@ -1,0 +1,44 @@
+import type { StoreChange } from '../domain/changes.js'
+import type { Account } from '../domain/principals.js'
+import type { AccountDirectory } from '../storage/accountDirectory.js'
+import type { PermissionEngine } from './engine.js'
+
+/** What a committed change moves in this process's memory: the policy and the account directory. */
+export interface InMemoryState {
+  engine: PermissionEngine
+  accounts: AccountDirectory
+}
+
+/**
+ * Applies one committed change to memory. The only way memory follows the
+ * store: a write of this process right after its commit, and every other
+ * process's write read from the change feed, both come through here, so a
+ * change means the same whichever process made it.
+ */
+export async function applyChange(memory: InMemoryState, change: StoreChange): Promise<void> {
+  switch (change.kind) {
+    case 'rule':
+      if (change.op === 'add') await memory.engine.addRule(change.ptype, change.values, expiryOf(change.expires_at))
+      else await memory.engine.removeRule(change.ptype, change.values)
+      return
+    case 'account':
+      memory.accounts.put(reviveAccount(change.account))
+      return
+    case 'catalog':
+      memory.engine.replaceCatalog(change.entries)
+      return
+    case 'sub_role':
+      memory.engine.setRootRole(change.code, change.is_root)
+      return
+    case 'merchant':
+      // Merchants are read from the database where they matter; nothing in memory.
+      return
+  }
+}
+
+const expiryOf = (text: string | null | undefined): number | null => (typeof text === 'string' ? Date.parse(text) : null)
+
+/** Accounts from the feed went through JSON: their time is text again. */
+function reviveAccount(account: Account): Account {
+  return typeof account.created_at === 'string' ? { ...account, created_at: new Date(account.created_at) } : account
+}

@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto'
+import type { Server } from 'node:http'
+import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
+import type { Config } from '../config.js'
+import { trustFunction } from '../domain/clientIp.js'
+import { BODY_LIMIT } from './app.js'
+import { httpTimeouts, limitConnections } from './connectionLimits.js'
+import { createLocalizer, type Localizer } from './i18n/index.js'
+import { NOSNIFF, parserRefusal, routerRefusal } from './rawAnswers.js'
+import { acceptedClientRequestId, echoedRequestId } from './requestId.js'
+import { ConnectionDrain } from './shutdown.js'
+
+export type FastifyConfig = Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLocale' | 'connections'>
+
+/**
+ * The service's Fastify options: body limit, timeouts, proxy trust, request
+ * ids, redacted logs, and the service's envelope for what the router and
+ * the HTTP parser refuse before any route runs.
+ */
+export function fastifyOptions(config: FastifyConfig, localizer: Localizer): FastifyHttpOptions<Server> {
+  return {
+    bodyLimit: BODY_LIMIT,
+    ...httpTimeouts(config.connections),
+    trustProxy: trustFunction(config.trustProxy),
+    // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
+    requestIdHeader: false,
+    genReqId: () => randomUUID(),
+    childLoggerFactory(logger, bindings, options, raw) {
+      // The bindings are this request's own object: adding to it costs no copy.
+      const clientId = acceptedClientRequestId(raw.headers['x-request-id'])
+      if (clientId !== undefined) bindings.client_request_id = clientId
+      return logger.child(bindings, options)
+    },
+    frameworkErrors: routerRefusal(localizer),
+    clientErrorHandler: parserRefusal(localizer),
+    // Requests that arrive while stopping are refused by the runner with the service's envelope
+    // (ConnectionDrain); Fastify's own 503 has a body of its own.
+    return503OnClosing: false,
+    logger: {
+      level: config.logLevel,
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.password_hash', '*.access_token'],
+        censor: '[redacted]',
+      },
+    },
+  }
+}
+
+const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
+
+/** Fastify with the service's options, its connections counted and followed, and the headers every answer has. */
+export function createFastify(config: FastifyConfig): FastifyInstance {
+  const fastify = Fastify(fastifyOptions(config, createLocalizer(config.defaultLocale)))
+  const drain = new ConnectionDrain(fastify.server)
+  drains.set(fastify, drain)
+  limitConnections(fastify.server, config.connections, fastify.log)
+  // Callback style: an async hook would cost every request a promise.
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    reply.header('x-request-id', echoedRequestId(request))
+    reply.header('x-content-type-options', NOSNIFF)
+    // Once stopping, an answer tells its client not to send another request on this connection.
+    if (drain.stopping) reply.header('connection', 'close')
+    done(null, payload)
+  })
+  return fastify
+}
+
+/** The connections of a Fastify built by createFastify(), which a stop drains. */
+export function connectionDrain(fastify: FastifyInstance): ConnectionDrain {
+  const drain = drains.get(fastify)
+  if (drain === undefined) throw new Error('this Fastify was not built by createFastify()')
+  return drain
+}
