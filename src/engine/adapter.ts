@@ -18,12 +18,33 @@ function declaredWidth(assertion: { tokens: string[]; value: string }): number {
 }
 
 /**
- * Loads `casbin_rule` and the per-user overrides into a Casbin model. Rows are
- * streamed a page at a time and each row's fields are pushed as an array, so
- * no value is ever re-parsed as CSV (commas, quotes and the like stay data).
- * Writes never go through the adapter: commands write rows in their own
- * transaction and then change the enforcer in memory.
+ * An adapter that only loads. Casbin would save or change the policy through
+ * its adapter; ours never do (auto-save is off), and a call that tried is a
+ * bug, so it throws saying why.
  */
+export abstract class ReadOnlyAdapter implements Adapter {
+  /** Why this adapter's policy is never written through it. */
+  protected abstract readonly refusal: string
+
+  abstract loadPolicy(model: Model): Promise<void>
+
+  async savePolicy(): Promise<boolean> {
+    throw new Error(this.refusal)
+  }
+
+  async addPolicy(): Promise<void> {
+    throw new Error(this.refusal)
+  }
+
+  async removePolicy(): Promise<void> {
+    throw new Error(this.refusal)
+  }
+
+  async removeFilteredPolicy(): Promise<void> {
+    throw new Error(this.refusal)
+  }
+}
+
 /** How a load treats overrides that expire. */
 export interface ExpiryOptions {
   /** Overrides that expired by this instant (epoch ms) are left out; default: the time of the load. */
@@ -32,13 +53,23 @@ export interface ExpiryOptions {
   onExpiring?(values: readonly string[], at: number): void
 }
 
-export class StorageAdapter implements FilteredAdapter {
+/**
+ * Loads `casbin_rule` and the per-user overrides into a Casbin model. Rows are
+ * streamed a page at a time and each row's fields are pushed as an array, so
+ * no value is ever re-parsed as CSV (commas, quotes and the like stay data).
+ * Writes never go through the adapter: commands write rows in their own
+ * transaction and then change the enforcer in memory.
+ */
+export class StorageAdapter extends ReadOnlyAdapter implements FilteredAdapter {
+  protected readonly refusal = 'policy is written by the service commands, not through the adapter'
   private filtered = false
 
   constructor(
     private readonly db: Queryable,
     private readonly expiry: ExpiryOptions = {},
-  ) {}
+  ) {
+    super()
+  }
 
   async loadPolicy(model: Model): Promise<void> {
     this.filtered = false
@@ -98,21 +129,6 @@ export class StorageAdapter implements FilteredAdapter {
     }
   }
 
-  async savePolicy(): Promise<boolean> {
-    throw new Error('policy is written by the service commands, not saved through the adapter')
-  }
-
-  async addPolicy(): Promise<void> {
-    throw new Error('policy is written by the service commands, not through the adapter')
-  }
-
-  async removePolicy(): Promise<void> {
-    throw new Error('policy is written by the service commands, not through the adapter')
-  }
-
-  async removeFilteredPolicy(): Promise<void> {
-    throw new Error('policy is written by the service commands, not through the adapter')
-  }
 }
 
 /** Casbin rules as the model sees them: `p` rows (sub, dom, obj, act, eft) and `g` rows (user or role, role, domain). */
@@ -122,29 +138,17 @@ export interface PolicyRules {
 }
 
 /** Hands rules already in memory to a model; read-only like the storage adapter. */
-export class RulesAdapter implements Adapter {
-  constructor(private readonly rules: PolicyRules) {}
+export class RulesAdapter extends ReadOnlyAdapter {
+  protected readonly refusal = 'a checked policy is never saved or changed'
+
+  constructor(private readonly rules: PolicyRules) {
+    super()
+  }
 
   async loadPolicy(model: Model): Promise<void> {
     // Copies, so that two enforcers given the same rules never share a row.
     for (const rule of this.rules.p) model.model.get('p')?.get('p')?.policy.push([...rule])
     for (const rule of this.rules.g) model.model.get('g')?.get('g')?.policy.push([...rule])
-  }
-
-  async savePolicy(): Promise<boolean> {
-    throw new Error('a checked policy is never saved')
-  }
-
-  async addPolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
-  }
-
-  async removePolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
-  }
-
-  async removeFilteredPolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
   }
 }
 
