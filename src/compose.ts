@@ -6,6 +6,7 @@ import { syncCatalog } from './commands/syncCatalog.js'
 import { WriteQueue } from './commands/writeQueue.js'
 import { systemClock, type Clock } from './domain/clock.js'
 import { declaredCatalog } from './domain/permissions.js'
+import { rootRoleCodes } from './domain/root.js'
 import { PermissionEngine, type EngineState } from './engine/engine.js'
 import { readModel } from './engine/model.js'
 import { gateModelDecisions, logDecisionPath } from './modelGate.js'
@@ -60,7 +61,7 @@ export async function openDatabase(
 
 async function engineState(db: Queryable): Promise<EngineState> {
   const [roles, catalog] = await Promise.all([listSubRoles(db), listCatalog(db)])
-  return { rootRoles: roles.filter((r) => r.is_root).map((r) => r.code), catalog }
+  return { rootRoles: rootRoleCodes(roles), catalog }
 }
 
 export interface BuildOptions {

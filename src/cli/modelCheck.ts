@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { newEnforcer, type Enforcer } from 'casbin'
 import { RulesAdapter, StorageAdapter, type PolicyRules } from '../engine/adapter.js'
+import { readCsvLine } from '../domain/policyCsv.js'
 import { isReferenceModel } from '../engine/engine.js'
 import { ModelError, parseModel, readModel } from '../engine/model.js'
 import { listCatalog } from '../storage/catalog.js'
@@ -153,7 +154,7 @@ function readText(path: string, what: string): string {
   }
 }
 
-/** Comma-separated values, trimmed; every one must be there (Casbin would match an empty field against empty request values). */
+/** A decision's comma-separated values, trimmed; every one must be there (Casbin would match an empty field against empty request values). */
 function fields(text: string, count: number, where: string, shape: string): string[] {
   const values = text.split(',').map((v) => v.trim())
   if (values.length !== count || values.some((v) => v === '')) throw new InputFileError(`${where}: expected ${shape}, not "${text.trim()}"`)
@@ -161,27 +162,24 @@ function fields(text: string, count: number, where: string, shape: string): stri
 }
 
 /**
- * One policy line, in the shapes the service stores (casbin_rule's p and g
- * rows): any other shape would check a policy the service can never hold.
+ * One policy line, read as Casbin's file adapter and `policy import` read it
+ * (../domain/policyCsv.ts: quotes, commas inside quotes, `#` inside a value),
+ * in the shapes the service stores: any other shape would check a policy the
+ * service can never hold.
  */
-function policyLine(body: string, where: string, rules: PolicyRules): void {
-  if (body.startsWith('p')) {
-    const values = fields(body, 6, where, 'p, <sub-role or user id>, <domain>, <obj>, <act>, <allow|deny>').slice(1)
-    const eft = values[4] ?? ''
-    if (eft !== 'allow' && eft !== 'deny') throw new InputFileError(`${where}: the effect must be allow or deny, not "${eft}"`)
-    rules.p.push(values)
-  } else {
-    rules.g.push(fields(body, 4, where, 'g, <user id or sub-role>, <sub-role>, <domain>').slice(1))
-  }
+function policyLine(raw: string, where: string, rules: PolicyRules): void {
+  const read = readCsvLine(raw)
+  if (read.kind === 'problem') throw new InputFileError(`${where}: ${read.reason}`)
+  if (read.kind === 'rule') rules[read.rule.ptype].push(read.rule.values)
 }
 
 const POLICY_LINE = /^[pg]\s*,/
 
-function parseLines(path: string, text: string, onLine: (body: string, where: string, line: number) => void): void {
-  text.split(/\r?\n/).forEach((raw, index) => {
-    // No stored value can hold '#' (codes, domains, pairs and user ids are all restricted), so it always starts a comment.
-    const body = raw.replace(/#.*$/, '').trim()
-    if (body !== '') onLine(body, `${path}:${index + 1}`, index + 1)
+/** The lines that are neither blank nor comments (`#` first), numbered from 1, split as Casbin splits a policy file. */
+function contentLines(path: string, text: string, onLine: (raw: string, where: string, line: number) => void): void {
+  text.split('\n').forEach((raw, index) => {
+    const trimmed = raw.trim()
+    if (trimmed !== '' && !trimmed.startsWith('#')) onLine(raw, `${path}:${index + 1}`, index + 1)
   })
 }
 
@@ -193,9 +191,11 @@ function parseLines(path: string, text: string, onLine: (body: string, where: st
 export function readDecisions(path: string): DecisionsFile {
   const decisions: Decision[] = []
   const rules: PolicyRules = { p: [], g: [] }
-  parseLines(path, readText(path, 'decisions file'), (body, where, line) => {
+  contentLines(path, readText(path, 'decisions file'), (raw, where, line) => {
+    // A decision may end in a comment; a policy line is read whole, as a policy file's is.
+    const body = raw.replace(/#.*$/, '').trim()
     const arrow = body.split('->')
-    if (arrow.length === 1 && POLICY_LINE.test(body)) return policyLine(body, where, rules)
+    if (arrow.length === 1 && POLICY_LINE.test(body)) return policyLine(raw, where, rules)
     const shape = '<user or sub-role>, <domain>, <obj>, <act> -> allow|deny'
     if (arrow.length !== 2) throw new InputFileError(`${where}: expected ${shape} or a policy line (p, … or g, …), not "${body}"`)
     const expected = (arrow[1] as string).trim()
@@ -206,13 +206,10 @@ export function readDecisions(path: string): DecisionsFile {
   return { path, decisions, rules: rules.p.length + rules.g.length > 0 ? rules : null }
 }
 
-/** A Casbin policy CSV (`p, …` and `g, …` lines, `#` comments), as Casbin's file adapter reads one. */
+/** A Casbin policy CSV (`p, …` and `g, …` lines, `#` comment lines), as Casbin's file adapter and `policy import` read one. */
 export function readPolicyFile(path: string): PolicyRules {
   const rules: PolicyRules = { p: [], g: [] }
-  parseLines(path, readText(path, 'policy file'), (body, where) => {
-    if (!POLICY_LINE.test(body)) throw new InputFileError(`${where}: a policy line starts with p or g, not "${body}"`)
-    policyLine(body, where, rules)
-  })
+  contentLines(path, readText(path, 'policy file'), (raw, where) => policyLine(raw, where, rules))
   return rules
 }
 

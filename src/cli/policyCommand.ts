@@ -1,14 +1,8 @@
 import { createReadStream } from 'node:fs'
-import {
-  MAX_POLICY_FILE_BYTES,
-  PolicyFileError,
-  PolicyFileRefused,
-  describeDiff,
-  describeRule,
-  exportPolicy,
-  importPolicy,
-  summarizeDiff,
-} from '../commands/policyCsv.js'
+import { exportPolicy } from '../commands/exportPolicy.js'
+import { MAX_POLICY_FILE_BYTES, importPolicy } from '../commands/importPolicy.js'
+import { describeDiff, describeRule, summarizeDiff } from '../domain/policyDiff.js'
+import { PolicyFileError, PolicyFileRefused } from '../domain/policyImport.js'
 import { DEFAULT_MAX_REMOVAL_SHARE } from '../domain/policyFile.js'
 import { DOMAIN_PATTERN } from '../domain/identifiers.js'
 import type { CliContext } from './commands.js'

@@ -1,7 +1,7 @@
 import { ruleAdded, ruleRemoved } from '../domain/changes.js'
 import { ServiceError } from '../domain/errors.js'
 import { assertMayChangeAccount } from '../domain/grantRules.js'
-import { ROOT_SUB_ROLE, homeDomain, type Account, type AccountStatus } from '../domain/principals.js'
+import { homeDomain, type Account, type AccountStatus } from '../domain/principals.js'
 import { assertReachable } from '../domain/tenancy.js'
 import { insertRule, deleteRule } from '../storage/policyRows.js'
 import { otherActiveSystemRoots, setStatus, setSubRole } from '../storage/accounts.js'
@@ -9,6 +9,7 @@ import { ensureSubRole } from '../storage/subRoles.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { holdsUntil } from './permissionContext.js'
 import { assertSubRoleKnown } from './subRoles.js'
+import { isRootAccount, isRootSubRole } from '../domain/root.js'
 
 export interface AccountChange {
   changed: boolean
@@ -56,12 +57,12 @@ export function heldByTargetOnly(ctx: Pick<CommandContext, 'engine'>, caller: Ca
  */
 export async function changeSubRole(ctx: CommandContext, caller: Caller, userId: string, subRole: string): Promise<AccountChange> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
-  if (subRole === ROOT_SUB_ROLE || ctx.engine.isRootRole(subRole) || ctx.engine.isRootRole(target.sub_role_code)) {
+  if (isRootSubRole(ctx.engine, subRole) || isRootAccount(ctx.engine, target)) {
     throw new ServiceError('ROOT_ROLE_NOT_CHANGEABLE')
   }
   const home = homeDomain(target)
   assertMayChangeAccount({
-    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    callerIsRoot: isRootAccount(ctx.engine, caller.account),
     heldByTargetOnly: heldByTargetOnly(ctx, caller, target),
     newSubRoleBeyondCaller: beyondCaller(ctx, caller, subRole, home),
     domain: home,
@@ -104,13 +105,13 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
  */
 export async function setAccountStatus(ctx: CommandContext, caller: Caller, userId: string, status: AccountStatus): Promise<AccountChange> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
-  const callerIsRoot = ctx.engine.isRootRole(caller.account.sub_role_code)
-  if (ctx.engine.isRootRole(target.sub_role_code) && !callerIsRoot) {
+  const callerIsRoot = isRootAccount(ctx.engine, caller.account)
+  if (isRootAccount(ctx.engine, target) && !callerIsRoot) {
     throw new ServiceError('PRIVILEGE_ESCALATION', { domain: homeDomain(target) })
   }
   assertMayChangeAccount({ callerIsRoot, heldByTargetOnly: heldByTargetOnly(ctx, caller, target), newSubRoleBeyondCaller: [], domain: homeDomain(target) })
   const outcome = await ctx.writes.run(async (tx) => {
-    if (status === 'deactivated' && target.principal_type === 'system_owner' && ctx.engine.isRootRole(target.sub_role_code)) {
+    if (status === 'deactivated' && target.principal_type === 'system_owner' && isRootAccount(ctx.engine, target)) {
       if ((await otherActiveSystemRoots(tx, target.id)) === 0) throw new ServiceError('LAST_SYSTEM_OWNER')
     }
     const updated = await setStatus(tx, target.id, status)

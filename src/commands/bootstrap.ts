@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { SYSTEM_ACTOR } from '../domain/audit.js'
-import { GLOBAL_DOMAIN, ROOT_SUB_ROLE, type Account } from '../domain/principals.js'
+import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
+import { ROOT_SUB_ROLE } from '../domain/root.js'
 import { countAccounts, systemSuperAdminExists } from '../storage/accounts.js'
 import { accountCreated, writeAccount } from './accountRows.js'
 import type { CommandContext } from './context.js'

@@ -10,6 +10,7 @@ import { previewRoleRule, type DryRun } from './accessReview.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { assertSubRoleKnown } from './subRoles.js'
 import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
+import { isRootSubRole } from '../domain/root.js'
 
 export type RoleChange = PermissionChange & { sub_role_code: string; preview?: AccessPreview }
 
@@ -59,7 +60,7 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
   // Role grants never expire: a caller holding the pair only until an override of its own expires may not give it to a role.
-  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), expiresAt: null, targetIsRoot: ctx.engine.isRootRole(subRole), targetRole: subRole })
+  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), expiresAt: null, targetIsRoot: isRootSubRole(ctx.engine, subRole), targetRole: subRole })
   await assertSubRoleKnown(ctx, subRole)
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'grant')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'grant')

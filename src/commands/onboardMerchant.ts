@@ -1,6 +1,7 @@
 import { ServiceError } from '../domain/errors.js'
 import { isReservedMerchantId } from '../domain/identifiers.js'
-import { ROOT_SUB_ROLE, type Account } from '../domain/principals.js'
+import type { Account } from '../domain/principals.js'
+import { ROOT_SUB_ROLE } from '../domain/root.js'
 import { emailTaken } from '../storage/accounts.js'
 import { insertMerchant, merchantExists } from '../storage/merchants.js'
 import { accountCreated, writeAccount } from './accountRows.js'

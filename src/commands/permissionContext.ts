@@ -6,6 +6,7 @@ import type { PermissionEngine, Subject } from '../engine/engine.js'
 import type { Queryable } from '../storage/db.js'
 import type { Caller, CommandContext } from './context.js'
 import { merchantExists } from '../storage/merchants.js'
+import { isRootAccount } from '../domain/root.js'
 
 /** A domain is `global` or the id of a merchant that exists; anything else is answered 404. */
 export async function assertDomainExists(db: Queryable, domain: string): Promise<void> {
@@ -36,7 +37,7 @@ export interface PermissionChange {
  * permanent override that keeps the pair makes the holding permanent.
  */
 export function holdsUntil(engine: PermissionEngine, subject: Subject, domain: string, obj: string, act: string): number | null {
-  if (engine.isRootRole(subject.sub_role_code) || !engine.decide(subject, domain, obj, act)) return null
+  if (isRootAccount(engine, subject) || !engine.decide(subject, domain, obj, act)) return null
   const domains = domain === GLOBAL_DOMAIN ? [GLOBAL_DOMAIN] : [domain, GLOBAL_DOMAIN]
   const expiring = engine
     .rulesOf(subject.id, domains)
@@ -61,7 +62,7 @@ export function callerStanding(
 ): Omit<GrantCheck, 'targetIsRoot' | 'targetRole' | 'expiresAt'> {
   return {
     active: ctx.engine.isActive(input.obj, input.act),
-    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    callerIsRoot: isRootAccount(ctx.engine, caller.account),
     callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
     callerHoldsUntil: holdsUntil(ctx.engine, caller.account, domain, input.obj, input.act),
     obj: input.obj,

@@ -7,6 +7,7 @@ import type { PermissionEngine } from '../engine/engine.js'
 import type { AccountDirectory } from '../storage/accountDirectory.js'
 import type { Caller, CommandContext } from './context.js'
 import { assertDomainExists } from './permissionContext.js'
+import { isRootAccount, isRootSubRole } from '../domain/root.js'
 
 export interface RolePermissions {
   sub_role_code: string
@@ -37,7 +38,7 @@ export function getCatalog(engine: PermissionEngine): CatalogEntry[] {
 export async function getRolePermissions(ctx: CommandContext, caller: Caller, subRole: string, requested: string | undefined): Promise<RolePermissions> {
   const domain = roleDomain(caller.account, requested)
   await assertDomainExists(ctx.db, domain)
-  const isRoot = ctx.engine.isRootRole(subRole)
+  const isRoot = isRootSubRole(ctx.engine, subRole)
   const active = ctx.engine.catalogEntries().filter((e) => e.is_active)
   if (isRoot) {
     const permissions = active.map((e) => ({ obj: e.obj, act: e.act, domain, label: e.label, group_name: e.group_name }))
@@ -60,7 +61,7 @@ function userPermissions(engine: PermissionEngine, subject: Account, domain: str
     user_id: subject.id,
     domain,
     sub_role_code: subject.sub_role_code,
-    is_root: engine.isRootRole(subject.sub_role_code),
+    is_root: isRootAccount(engine, subject),
     permissions: effectivePermissions(engine, subject, domain),
   }
 }

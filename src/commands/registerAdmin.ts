@@ -8,6 +8,7 @@ import { accountCreated, writeAccount } from './accountRows.js'
 import { beyondCaller } from './accountLifecycle.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { assertSubRoleKnown } from './subRoles.js'
+import { isRootAccount } from '../domain/root.js'
 
 export interface RegisterAdminInput {
   email: string
@@ -19,10 +20,10 @@ export interface RegisterAdminInput {
 }
 
 export async function registerAdmin(ctx: CommandContext, caller: Caller, input: RegisterAdminInput): Promise<Account & { revision: number }> {
-  const placement = placeNewAdmin(caller.account, input)
+  const placement = placeNewAdmin(caller.account, input, ctx.engine)
   const home = homeDomain(placement)
   assertMayAssignSubRole({
-    callerIsRoot: ctx.engine.isRootRole(caller.account.sub_role_code),
+    callerIsRoot: isRootAccount(ctx.engine, caller.account),
     beyondCaller: beyondCaller(ctx, caller, input.sub_role_code, home),
     domain: home,
   })

@@ -1,5 +1,6 @@
 import { ServiceError } from '../domain/errors.js'
-import { ROOT_SUB_ROLE, homeDomain } from '../domain/principals.js'
+import { homeDomain } from '../domain/principals.js'
+import { isRootSubRole } from '../domain/root.js'
 import { roleDomain } from '../domain/tenancy.js'
 import { insertSubRole, listDomainSubRoles, subRoleExists, type SubRoleSummary } from '../storage/subRoles.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
@@ -47,8 +48,8 @@ export interface CreatedSubRole {
  * transaction; other replicas learn it from the change feed.
  */
 export async function createSubRole(ctx: CommandContext, caller: Caller, input: CreateSubRoleInput): Promise<CreatedSubRole> {
-  // The root sub-role exists from the start and is never made again, whatever the label.
-  if (input.code === ROOT_SUB_ROLE) throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'code', message: 'reserved' }])
+  // A root sub-role exists from the start and is never made again, whatever the label.
+  if (isRootSubRole(ctx.engine, input.code)) throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'code', message: 'reserved' }])
   const domain = homeDomain(caller.account)
   const outcome = await ctx.writes.run(async (tx) => {
     if (!(await insertSubRole(tx, input.code, input.label, domain))) throw new ServiceError('SUB_ROLE_EXISTS', { sub_role_code: input.code })

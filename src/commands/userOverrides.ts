@@ -10,6 +10,7 @@ import { actorOf, type Caller, type CommandContext } from './context.js'
 import { overrideExpired } from './overrideExpiry.js'
 import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
+import { isRootAccount } from '../domain/root.js'
 
 export type UserChange = PermissionChange & { user_id: string; effect: Effect | null; expires_at: string | null; preview?: AccessPreview }
 
@@ -60,7 +61,7 @@ export async function setUserPermission(
   assertMayGrant({
     ...callerStanding(ctx, caller, domain, input),
     expiresAt: expiresAt?.getTime() ?? null,
-    targetIsRoot: ctx.engine.isRootRole(target.sub_role_code),
+    targetIsRoot: isRootAccount(ctx.engine, target),
     targetRole: target.sub_role_code,
   })
   if (input.dry_run === true) {

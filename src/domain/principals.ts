@@ -5,8 +5,6 @@ export type PrincipalType = (typeof PRINCIPAL_TYPES)[number]
 /** The domain of platform-wide grants; no merchant may take this id. */
 export const GLOBAL_DOMAIN = 'global'
 
-export const ROOT_SUB_ROLE = 'super_admin'
-
 export const ACCOUNT_STATUSES = ['active', 'deactivated'] as const
 export type AccountStatus = (typeof ACCOUNT_STATUSES)[number]
 

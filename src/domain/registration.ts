@@ -1,6 +1,7 @@
 import { ServiceError } from './errors.js'
 import { isReservedMerchantId } from './identifiers.js'
-import { ROOT_SUB_ROLE, type Account, type PrincipalType } from './principals.js'
+import type { Account, PrincipalType } from './principals.js'
+import { isRootSubRole, type RootRoles } from './root.js'
 
 export interface RegistrationRequest {
   sub_role_code: string
@@ -16,10 +17,15 @@ export interface RegistrationPlacement {
 /**
  * Where a new administrator goes: a merchant caller always registers into its
  * own merchant, whatever the body says; a system owner may pick a merchant or
- * none. `super_admin` is never registered (one exists per merchant and system).
+ * none. A root sub-role is never registered (bootstrap and onboarding give
+ * it, one per merchant and system).
  */
-export function placeNewAdmin(caller: Pick<Account, 'principal_type' | 'merchant_id'>, request: RegistrationRequest): RegistrationPlacement {
-  if (request.sub_role_code === ROOT_SUB_ROLE) throw new ServiceError('ROOT_ROLE_NOT_REGISTRABLE')
+export function placeNewAdmin(
+  caller: Pick<Account, 'principal_type' | 'merchant_id'>,
+  request: RegistrationRequest,
+  roots: RootRoles,
+): RegistrationPlacement {
+  if (isRootSubRole(roots, request.sub_role_code)) throw new ServiceError('ROOT_ROLE_NOT_REGISTRABLE')
   const merchantId = caller.principal_type === 'merchant' ? caller.merchant_id : (request.merchant_id ?? null)
   if (merchantId !== null && isReservedMerchantId(merchantId)) {
     throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'merchant_id', message: 'reserved' }])

@@ -17,6 +17,34 @@ function declaredWidth(assertion: { tokens: string[]; value: string }): number {
   return assertion.tokens.length > 0 ? assertion.tokens.length : (assertion.value.match(/_/g) ?? []).length
 }
 
+/**
+ * An adapter that only loads. Casbin would save or change the policy through
+ * its adapter; ours never do (auto-save is off), and a call that tried is a
+ * bug, so it throws saying why.
+ */
+export abstract class ReadOnlyAdapter implements Adapter {
+  /** Why this adapter's policy is never written through it. */
+  protected abstract readonly refusal: string
+
+  abstract loadPolicy(model: Model): Promise<void>
+
+  async savePolicy(): Promise<boolean> {
+    throw new Error(this.refusal)
+  }
+
+  async addPolicy(): Promise<void> {
+    throw new Error(this.refusal)
+  }
+
+  async removePolicy(): Promise<void> {
+    throw new Error(this.refusal)
+  }
+
+  async removeFilteredPolicy(): Promise<void> {
+    throw new Error(this.refusal)
+  }
+}
+
 /** How a load treats overrides that expire. */
 export interface ExpiryOptions {
   /** Overrides that expired by this instant (epoch ms) are left out; default: the time of the load. */
@@ -32,13 +60,16 @@ export interface ExpiryOptions {
  * Writes never go through the adapter: commands write rows in their own
  * transaction and then change the enforcer in memory.
  */
-export class StorageAdapter implements FilteredAdapter {
+export class StorageAdapter extends ReadOnlyAdapter implements FilteredAdapter {
+  protected readonly refusal = 'policy is written by the service commands, not through the adapter'
   private filtered = false
 
   constructor(
     private readonly db: Queryable,
     private readonly expiry: ExpiryOptions = {},
-  ) {}
+  ) {
+    super()
+  }
 
   async loadPolicy(model: Model): Promise<void> {
     this.filtered = false
@@ -100,21 +131,6 @@ export class StorageAdapter implements FilteredAdapter {
     }
   }
 
-  async savePolicy(): Promise<boolean> {
-    throw new Error('policy is written by the service commands, not saved through the adapter')
-  }
-
-  async addPolicy(): Promise<void> {
-    throw new Error('policy is written by the service commands, not through the adapter')
-  }
-
-  async removePolicy(): Promise<void> {
-    throw new Error('policy is written by the service commands, not through the adapter')
-  }
-
-  async removeFilteredPolicy(): Promise<void> {
-    throw new Error('policy is written by the service commands, not through the adapter')
-  }
 }
 
 /** Casbin rules as the model sees them: `p` rows (sub, dom, obj, act, eft) and `g` rows (user or role, role, domain). */
@@ -124,29 +140,17 @@ export interface PolicyRules {
 }
 
 /** Hands rules already in memory to a model; read-only like the storage adapter. */
-export class RulesAdapter implements Adapter {
-  constructor(private readonly rules: PolicyRules) {}
+export class RulesAdapter extends ReadOnlyAdapter {
+  protected readonly refusal = 'a checked policy is never saved or changed'
+
+  constructor(private readonly rules: PolicyRules) {
+    super()
+  }
 
   async loadPolicy(model: Model): Promise<void> {
     // Copies, so that two enforcers given the same rules never share a row.
     for (const rule of this.rules.p) model.model.get('p')?.get('p')?.policy.push([...rule])
     for (const rule of this.rules.g) model.model.get('g')?.get('g')?.policy.push([...rule])
-  }
-
-  async savePolicy(): Promise<boolean> {
-    throw new Error('a checked policy is never saved')
-  }
-
-  async addPolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
-  }
-
-  async removePolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
-  }
-
-  async removeFilteredPolicy(): Promise<void> {
-    throw new Error('a checked policy is never changed')
   }
 }
 

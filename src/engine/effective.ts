@@ -1,5 +1,6 @@
 import { GLOBAL_DOMAIN } from '../domain/principals.js'
 import { pairKey, type PermissionEngine, type Subject } from './engine.js'
+import { isRootAccount } from '../domain/root.js'
 
 export interface EffectivePermission {
   obj: string
@@ -27,7 +28,7 @@ export function effectivePermissions(engine: PermissionEngine, subject: Subject,
   const domains = reachingDomains(domain)
   const userAllows = new Map<string, string>()
   const roleAllows = new Map<string, string>()
-  if (!engine.isRootRole(subject.sub_role_code)) {
+  if (!isRootAccount(engine, subject)) {
     for (const rule of engine.rulesOf(subject.id, domains)) {
       if (rule.effect !== 'allow') continue
       const key = pairKey(rule.obj, rule.act)

@@ -1,5 +1,6 @@
 import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
 import type { PermissionEngine, Subject } from './engine.js'
+import { isRootAccount, isRootSubRole } from '../domain/root.js'
 
 /** How a holder holds the pair: a root sub-role, its own override, or a grant to a role it reaches. */
 export type HolderVia = 'root' | 'role' | 'user'
@@ -57,7 +58,7 @@ function permissionHolders(
     if (engine.decide(subject, domain, obj, act)) holders.push({ user_id: account.id, email: account.email, sub_role_code: account.sub_role_code, via })
   }
   for (const code of accounts.subRoles()) {
-    if (!engine.isRootRole(code)) continue
+    if (!isRootSubRole(engine, code)) continue
     for (const account of accounts.withSubRole(code)) consider(account, 'root')
   }
   const policy = engine.policy
@@ -67,12 +68,12 @@ function permissionHolders(
   const candidates = engine.mode === 'index' ? policy.membersReaching(allowers, domain, new Set()) : null
   if (candidates !== null && domain !== GLOBAL_DOMAIN) policy.membersReaching(allowers, GLOBAL_DOMAIN, candidates)
   if (candidates === null) {
-    for (const account of accounts.all()) if (!engine.isRootRole(account.sub_role_code)) consider(account, own.has(account.id) ? 'user' : 'role')
+    for (const account of accounts.all()) if (!isRootAccount(engine, account)) consider(account, own.has(account.id) ? 'user' : 'role')
   } else {
     for (const id of candidates) {
       const account = accounts.peek(id)
       // A row spelling the id otherwise (case) is not the account's: the check would not read it.
-      if (account !== undefined && account.id === id && !engine.isRootRole(account.sub_role_code)) consider(account, own.has(id) ? 'user' : 'role', id)
+      if (account !== undefined && account.id === id && !isRootAccount(engine, account)) consider(account, own.has(id) ? 'user' : 'role', id)
     }
   }
   return holders

@@ -1,6 +1,9 @@
 import type { Account, AccountStatus } from '../domain/principals.js'
 import type { Queryable } from './db.js'
 
+/** An account is root when its sub-role carries the is_root flag (see ../domain/root.ts); no query names a root sub-role. */
+const ROOT_ACCOUNT = 'sub_role_code IN (SELECT code FROM sub_roles WHERE is_root)'
+
 export interface AccountWithHash extends Account {
   password_hash: string
 }
@@ -51,7 +54,7 @@ export async function emailTaken(q: Queryable, email: string): Promise<boolean> 
 
 export async function systemSuperAdminExists(q: Queryable): Promise<boolean> {
   const { rows } = await q.query(
-    "SELECT 1 FROM admin_accounts WHERE merchant_id IS NULL AND sub_role_code = 'super_admin'",
+    `SELECT 1 FROM admin_accounts WHERE merchant_id IS NULL AND ${ROOT_ACCOUNT}`,
   )
   return rows.length > 0
 }
@@ -157,10 +160,10 @@ export async function findAccountWithHash(q: Queryable, id: string): Promise<Acc
   return rows[0] ?? null
 }
 
-/** Active system-owner super_admins other than `except`, locked so two deactivations cannot both pass. */
+/** Active system-owner root accounts other than `except`, locked so two deactivations cannot both pass. */
 export async function otherActiveSystemRoots(tx: Queryable, except: string): Promise<number> {
   const { rows } = await tx.query<{ id: string }>(
-    "SELECT id::text AS id FROM admin_accounts WHERE merchant_id IS NULL AND sub_role_code = 'super_admin' AND status = 'active' AND id <> $1 FOR UPDATE",
+    `SELECT id::text AS id FROM admin_accounts WHERE merchant_id IS NULL AND ${ROOT_ACCOUNT} AND status = 'active' AND id <> $1 FOR UPDATE`,
     [except],
   )
   return rows.length

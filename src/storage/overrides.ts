@@ -1,6 +1,7 @@
+import type { Effect } from '../domain/policyCsv.js'
 import type { Queryable } from './db.js'
 
-export type Effect = 'allow' | 'deny'
+export type { Effect }
 
 export interface OverrideRow {
   user_id: string

@@ -19,15 +19,11 @@ import { FileAdapter, newEnforcer } from 'casbin'
 import t, { type Test } from 'tap'
 import type { Caller } from '../../src/commands/context.js'
 import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
-import {
-  MAX_POLICY_FILE_BYTES,
-  PolicyFileError,
-  describeDiff,
-  exportPolicy,
-  importPolicy,
-  parsePolicyCsv,
-  summarizeDiff,
-} from '../../src/commands/policyCsv.js'
+import { exportPolicy } from '../../src/commands/exportPolicy.js'
+import { MAX_POLICY_FILE_BYTES, importPolicy } from '../../src/commands/importPolicy.js'
+import { parsePolicyCsv } from '../../src/domain/policyCsv.js'
+import { describeDiff, summarizeDiff } from '../../src/domain/policyDiff.js'
+import { PolicyFileError } from '../../src/domain/policyImport.js'
 import { syncCatalog } from '../../src/commands/syncCatalog.js'
 import type { Service } from '../../src/compose.js'
 import { declaredCatalog } from '../../src/domain/permissions.js'

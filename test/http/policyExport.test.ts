@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
-import { exportPolicy } from '../../src/commands/policyCsv.js'
+import { exportPolicy } from '../../src/commands/exportPolicy.js'
 import { backend, buildTestApp, onboard, register } from '../helper.js'
 
 t.test(`the export route (${backend})`, async (t) => {

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { CommandContext } from '../../commands/context.js'
-import { exportPolicy } from '../../commands/policyCsv.js'
+import { exportPolicy } from '../../commands/exportPolicy.js'
 import { ServiceError } from '../../domain/errors.js'
 import { routePermissions } from '../../domain/permissions.js'
-import { ROOT_SUB_ROLE } from '../../domain/principals.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Domain, ReadQuery, bearer, responses } from '../schemas/common.js'
+import { ROOT_SUB_ROLE, isRootAccount } from '../../domain/root.js'
 
 /**
  * GET /v2/admin/permissions/export?domain=: the policy as Casbin CSV, the
@@ -36,7 +36,7 @@ export const policyExportRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
     },
     async (request, reply) => {
       const { account } = callerOf(request)
-      if (!ctx.engine.isRootRole(account.sub_role_code)) throw new ServiceError('PERMISSION_DENIED', { permission: ROOT_SUB_ROLE })
+      if (!isRootAccount(ctx.engine, account)) throw new ServiceError('PERMISSION_DENIED', { permission: ROOT_SUB_ROLE })
       const { domain } = request.query
       const exported = await exportPolicy(ctx, { domain })
       return reply
