@@ -90,6 +90,30 @@ function compileNode(node: Node, slots: Map<string, ['r' | 'p', number]>, functi
   }
 }
 
+/** Answers kept per matching function before it starts again. */
+const REMEMBERED = 10_000
+
+/**
+ * A Casbin matching function with its answers kept for two string
+ * arguments: they are pure (keyMatch2 and regexMatch build a regular
+ * expression per call, which would cost more than the rest of a
+ * decision). A call that throws keeps nothing, so it throws again.
+ */
+function remembered(fn: (...args: unknown[]) => unknown): (...args: unknown[]) => unknown {
+  const kept = new Map<string, unknown>()
+  return (...args: unknown[]) => {
+    if (args.length !== 2 || typeof args[0] !== 'string' || typeof args[1] !== 'string') return fn(...args)
+    const key = `${args[0]}\u0000${args[1]}`
+    let answer = kept.get(key)
+    if (answer === undefined && !kept.has(key)) {
+      answer = fn(...args)
+      if (kept.size >= REMEMBERED) kept.clear()
+      kept.set(key, answer)
+    }
+    return answer
+  }
+}
+
 /** Casbin's reading of the matcher's result for one row (privateEnforce), before the row's eft. */
 function effectOf(result: unknown): Effect {
   switch (typeof result) {
@@ -137,7 +161,8 @@ export class CompiledModel {
     const slots = new Map<string, ['r' | 'p', number]>()
     rTokens.forEach((token, i) => slots.set(token, ['r', i]))
     pTokens.forEach((token, i) => slots.set(token, ['p', i]))
-    const functions = new Map<string, (...args: unknown[]) => unknown>(FunctionMap.loadFunctionMap().getFunctions())
+    const functions = new Map<string, (...args: unknown[]) => unknown>()
+    for (const [name, fn] of FunctionMap.loadFunctionMap().getFunctions() as Map<string, (...args: unknown[]) => unknown>) functions.set(name, remembered(fn))
     for (const [name, fn] of roleFunctions) functions.set(name, fn)
     let tree: Node
     try {
