@@ -264,20 +264,46 @@ export class DecisionIndex {
   }
 
   /**
-   * The model's fold: the effect bits of every row reaching `subject` in
-   * `domain` the way the matcher says (its own rows and those of the roles
-   * it reaches there, in the domain and in `global`; the roles it reaches in
-   * `global`, with their `global` rows), `changes` laid over them when given.
+   * The model's fold, the one place that says which rows reach a question:
+   * the effect bits of every row reaching `subject` in `domain` the way the
+   * matcher says (its own rows and those of the roles it reaches there, in
+   * the domain and in `global`; the roles it reaches in `global`, with
+   * their `global` rows), `changes` laid over them when given. `seen`, when
+   * given, is told each source's bits in that order (the subject's own
+   * first), which is how an explanation finds the row that decided.
    */
-  private fold(subject: string, domain: string, obj: string, act: string, id: number | undefined, changes: readonly RuleChange[] | null): number {
-    let effects = this.bitsWith(subject, domain, obj, act, id, changes) | this.bitsWith(subject, GLOBAL_DOMAIN, obj, act, id, changes)
+  private fold(
+    subject: string,
+    domain: string,
+    obj: string,
+    act: string,
+    id: number | undefined,
+    changes: readonly RuleChange[] | null,
+    seen?: (sub: string, dom: string, bits: number) => void,
+  ): number {
+    let effects = this.source(subject, domain, obj, act, id, changes, seen) | this.source(subject, GLOBAL_DOMAIN, obj, act, id, changes, seen)
     for (const role of this.rolesReached(subject, domain)) {
-      effects |= this.bitsWith(role, domain, obj, act, id, changes) | this.bitsWith(role, GLOBAL_DOMAIN, obj, act, id, changes)
+      effects |= this.source(role, domain, obj, act, id, changes, seen) | this.source(role, GLOBAL_DOMAIN, obj, act, id, changes, seen)
     }
     if (domain !== GLOBAL_DOMAIN) {
-      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.bitsWith(role, GLOBAL_DOMAIN, obj, act, id, changes)
+      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.source(role, GLOBAL_DOMAIN, obj, act, id, changes, seen)
     }
     return effects
+  }
+
+  /** One source's bits in the fold, told to `seen` when it has any. */
+  private source(
+    sub: string,
+    dom: string,
+    obj: string,
+    act: string,
+    id: number | undefined,
+    changes: readonly RuleChange[] | null,
+    seen: ((sub: string, dom: string, bits: number) => void) | undefined,
+  ): number {
+    const bits = this.bitsWith(sub, dom, obj, act, id, changes)
+    if (seen !== undefined && bits !== 0) seen(sub, dom, bits)
+    return bits
   }
 
   /** One subject's bits of the pair in one domain; rows are unique, so adding one sets its effect's bit and removing one clears it. */
@@ -301,20 +327,13 @@ export class DecisionIndex {
   decidingRule(subject: string, domain: string, obj: string, act: string): string[] | null {
     const id = this.pairId(obj, act, false)
     if (id === undefined) return null
-    const sources: Array<readonly [string, string]> = [[subject, domain]]
-    if (domain !== GLOBAL_DOMAIN) sources.push([subject, GLOBAL_DOMAIN])
-    for (const role of this.rolesReached(subject, domain)) {
-      sources.push([role, domain])
-      if (domain !== GLOBAL_DOMAIN) sources.push([role, GLOBAL_DOMAIN])
-    }
-    if (domain !== GLOBAL_DOMAIN) for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) sources.push([role, GLOBAL_DOMAIN])
+    let deny: string[] | null = null
     let allow: string[] | null = null
-    for (const [sub, dom] of sources) {
-      const bits = this.bits(sub, dom, id)
-      if ((bits & DENY) !== 0) return [sub, dom, obj, act, 'deny']
+    this.fold(subject, domain, obj, act, id, null, (sub, dom, bits) => {
+      if ((bits & DENY) !== 0 && deny === null) deny = [sub, dom, obj, act, 'deny']
       if ((bits & ALLOW) !== 0 && allow === null) allow = [sub, dom, obj, act, 'allow']
-    }
-    return allow
+    })
+    return deny ?? allow
   }
 
   /**
