@@ -1,10 +1,15 @@
 /**
- * npm run bench:family [-- 20000 200000]: uncached in-process decisions a
- * second for edited models of the family (the candidate index) beside the
- * shipped model (the decision index), each question different, at each
- * policy size; and the load time of the policy.
+ * npm run bench:family [-- 20000 200000 1000000]: for the shipped model (the
+ * decision index) and edited models of the family (the candidate index with
+ * the compiled matcher), at each policy size: uncached in-process decisions
+ * a second, each question different; the cold load time of the policy; the
+ * heap it holds per rule. Each model and size runs in a process of its own,
+ * so one model's compiled code and garbage do not weigh on the next.
  */
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { cpus } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { PermissionEngine } from '../src/engine/engine.js'
 
 const shipped = readFileSync(new URL('../model.conf', import.meta.url), 'utf8')
@@ -13,7 +18,6 @@ const MODELS: Array<[string, string]> = [
   ['r.act == p.act && r.obj == p.obj', shipped.replace('r.obj == p.obj && r.act == p.act', 'r.act == p.act && r.obj == p.obj')],
   ['keyMatch2(r.obj, p.obj)', shipped.replace('r.obj == p.obj', 'keyMatch2(r.obj, p.obj)')],
 ]
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0)
 const ROLES = 50
 const PAIRS = 40
 
@@ -31,26 +35,59 @@ function policy(rules: number) {
   return { p, g, merchants }
 }
 
-function rate(engine: PermissionEngine, merchants: number, seconds = 1): number {
+/** Questions built beforehand (every one different from the last), so the clock measures decisions, not string building. */
+function questions(merchants: number, count: number): string[][] {
+  const out: string[][] = []
+  for (let n = 0; n < count; n++) {
+    const m = (n * 7919) % merchants
+    const k = (n * 31) % PAIRS
+    // Half the questions name a pair the role holds, half a pair nobody holds.
+    out.push([`user-${m}-${n % ROLES}`, `m${m}`, `obj${n % 2 === 0 ? k % 20 : (k + 1) % 20}`, `act${k}`])
+  }
+  return out
+}
+
+function rate(engine: PermissionEngine, asked: string[][], seconds: number): number {
   let n = 0
   const began = process.hrtime.bigint()
-  const limit = BigInt(seconds * 1e9)
+  const limit = BigInt(Math.round(seconds * 1e9))
   while (process.hrtime.bigint() - began < limit) {
     for (let k = 0; k < 256; k++, n++) {
-      const m = (n * 7) % merchants
-      engine.uncachedModelAllows(`user-${m}-${n % ROLES}`, `m${m}`, `obj${n % 20}`, `act${(n >> 3) % PAIRS}`)
+      const [sub, dom, obj, act] = asked[n % asked.length] as [string, string, string, string]
+      engine.uncachedModelAllows(sub, dom, obj, act)
     }
   }
   return Math.round(n / (Number(process.hrtime.bigint() - began) / 1e9))
 }
 
-for (const size of sizes.length > 0 ? sizes : [20_000, 200_000]) {
+const heap = (): number => {
+  globalThis.gc?.()
+  return process.memoryUsage().heapUsed
+}
+
+if (process.argv[2] === '--one') {
+  const size = Number(process.argv[3])
+  const [, text] = MODELS[Number(process.argv[4])] as [string, string]
   const rules = policy(size)
-  for (const [name, text] of MODELS) {
-    const began = Date.now()
-    const engine = await PermissionEngine.fromRules(text, rules)
-    const loadMs = Date.now() - began
-    rate(engine, rules.merchants, 0.3)
-    console.log(`${size} rules | ${name} | ${engine.mode} | ${rate(engine, rules.merchants).toLocaleString('en-US')} decisions/s | load ${loadMs} ms`)
+  const asked = questions(rules.merchants, 100_000)
+  const before = heap()
+  const began = process.hrtime.bigint()
+  const engine = await PermissionEngine.fromRules(text, rules)
+  const loadMs = Number(process.hrtime.bigint() - began) / 1e6
+  // The rows handed in are the engine's own now (it keeps them): what it holds beyond the question list is its heap.
+  const bytes = heap() - before
+  rate(engine, asked, 0.5)
+  console.log(JSON.stringify({ mode: engine.mode, perSecond: rate(engine, asked, 2), loadMs: Math.round(loadMs), bytesPerRule: Math.round(bytes / size) }))
+} else {
+  const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0)
+  console.log(`${new Date().toISOString()} node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'})`)
+  console.log('| rules | model | path | uncached decisions/s | cold load | heap per rule |')
+  console.log('|---|---|---|---|---|---|')
+  for (const size of sizes.length > 0 ? sizes : [20_000, 200_000, 1_000_000]) {
+    for (const [i, [name]] of MODELS.entries()) {
+      const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--one', String(size), String(i)], { encoding: 'utf8' })
+      const row = JSON.parse(out.trim().split('\n').pop() as string) as { mode: string; perSecond: number; loadMs: number; bytesPerRule: number }
+      console.log(`| ${size.toLocaleString('en-US')} | ${name} | ${row.mode} | ${row.perSecond.toLocaleString('en-US')} | ${row.loadMs.toLocaleString('en-US')} ms | ${row.bytesPerRule} B |`)
+    }
   }
 }

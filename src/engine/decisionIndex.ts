@@ -1,4 +1,5 @@
 import { GLOBAL_DOMAIN } from '../domain/principals.js'
+import { ReverseIndex } from './reverseIndex.js'
 
 const ALLOW = 1
 const DENY = 2
@@ -64,17 +65,8 @@ export class DecisionIndex {
   private readonly grants = new Map<string, Map<string, Map<number, number>>>()
   /** domain → member → roles it is assigned (Casbin `g` links) */
   private readonly links = new Map<string, Map<string, string[]>>()
-  /**
-   * The reverse of both, for "who holds this pair": per pair id, every
-   * subject with an allow row of it and in how many domains; per domain,
-   * each role's members. Counting per pair rather than keeping a set per
-   * pair and domain costs about a byte per rule instead of some forty: a
-   * question then tests the bits of each subject holding the pair
-   * somewhere, still far fewer than the users. A role with one member in a
-   * domain (common: one per merchant) keeps the member's id, not an array.
-   */
-  private readonly allowers: Array<Map<string, number> | undefined> = []
-  private readonly members = new Map<string, Map<string, string | string[]>>()
+  /** Who holds a pair, and who reaches a role: the reverse look-ups, kept in step with the rows. */
+  private readonly reverse = new ReverseIndex()
   /**
    * domain → subject → the roles it reaches there, worked out on first use
    * and kept until a `g` row changes (assignments change rarely; every check
@@ -127,14 +119,7 @@ export class DecisionIndex {
     const held = bits.get(id) ?? 0
     bits.set(id, held | bit)
     this.stamp = nextStamp()
-    if (bit === ALLOW && (held & ALLOW) === 0) {
-      let subjects = this.allowers[id]
-      if (subjects === undefined) {
-        subjects = new Map()
-        this.allowers[id] = subjects
-      }
-      subjects.set(sub, (subjects.get(sub) ?? 0) + 1)
-    }
+    if (bit === ALLOW && (held & ALLOW) === 0) this.reverse.allowAdded(id, sub)
   }
 
   removePolicy(rule: readonly string[]): void {
@@ -152,12 +137,7 @@ export class DecisionIndex {
     else bits.delete(id)
     if (bits.size === 0) byDomain.delete(domain)
     if (byDomain.size === 0) this.grants.delete(sub)
-    if (bit === ALLOW && (held & ALLOW) !== 0) {
-      const subjects = this.allowers[id]
-      const domains = subjects?.get(sub) ?? 0
-      if (domains > 1) subjects?.set(sub, domains - 1)
-      else subjects?.delete(sub)
-    }
+    if (bit === ALLOW && (held & ALLOW) !== 0) this.reverse.allowRemoved(id, sub)
   }
 
   /** Whether this p row is held; undefined for a row the index does not keep (an effect other than allow or deny). */
@@ -189,17 +169,7 @@ export class DecisionIndex {
     if (roles === undefined) members.set(member, [role])
     else if (!roles.includes(role)) roles.push(role)
     else return
-    let byRole = this.members.get(domain)
-    if (byRole === undefined) {
-      byRole = new Map()
-      this.members.set(domain, byRole)
-    }
-    const assigned = byRole.get(role)
-    if (assigned === undefined) byRole.set(role, member)
-    else if (typeof assigned === 'string') byRole.set(role, [assigned, member])
-    // A short list is copied at its exact length: pushing would leave room for some twenty more ids in each.
-    else if (assigned.length < 16) byRole.set(role, [...assigned, member])
-    else assigned.push(member)
+    this.reverse.linkAdded(member, role, domain)
     this.reached.clear()
     this.stamp = nextStamp()
   }
@@ -214,21 +184,7 @@ export class DecisionIndex {
     if (left.length > 0) members.set(member, left)
     else members.delete(member)
     if (members.size === 0) this.links.delete(domain)
-    const byRole = this.members.get(domain)
-    const assigned = byRole?.get(role)
-    if (byRole !== undefined && assigned !== undefined) {
-      if (assigned === member) byRole.delete(role)
-      else if (typeof assigned !== 'string') {
-        // Order does not matter: the last member takes the removed one's place.
-        const at = assigned.indexOf(member)
-        if (at >= 0) {
-          const last = assigned.pop() as string
-          if (at < assigned.length) assigned[at] = last
-          if (assigned.length === 1) byRole.set(role, assigned[0] as string)
-        }
-      }
-      if (byRole.size === 0) this.members.delete(domain)
-    }
+    this.reverse.linkRemoved(member, role, domain)
     this.reached.clear()
     this.stamp = nextStamp()
   }
@@ -264,20 +220,46 @@ export class DecisionIndex {
   }
 
   /**
-   * The model's fold: the effect bits of every row reaching `subject` in
-   * `domain` the way the matcher says (its own rows and those of the roles
-   * it reaches there, in the domain and in `global`; the roles it reaches in
-   * `global`, with their `global` rows), `changes` laid over them when given.
+   * The model's fold, the one place that says which rows reach a question:
+   * the effect bits of every row reaching `subject` in `domain` the way the
+   * matcher says (its own rows and those of the roles it reaches there, in
+   * the domain and in `global`; the roles it reaches in `global`, with
+   * their `global` rows), `changes` laid over them when given. `seen`, when
+   * given, is told each source's bits in that order (the subject's own
+   * first), which is how an explanation finds the row that decided.
    */
-  private fold(subject: string, domain: string, obj: string, act: string, id: number | undefined, changes: readonly RuleChange[] | null): number {
-    let effects = this.bitsWith(subject, domain, obj, act, id, changes) | this.bitsWith(subject, GLOBAL_DOMAIN, obj, act, id, changes)
+  private fold(
+    subject: string,
+    domain: string,
+    obj: string,
+    act: string,
+    id: number | undefined,
+    changes: readonly RuleChange[] | null,
+    seen?: (sub: string, dom: string, bits: number) => void,
+  ): number {
+    let effects = this.source(subject, domain, obj, act, id, changes, seen) | this.source(subject, GLOBAL_DOMAIN, obj, act, id, changes, seen)
     for (const role of this.rolesReached(subject, domain)) {
-      effects |= this.bitsWith(role, domain, obj, act, id, changes) | this.bitsWith(role, GLOBAL_DOMAIN, obj, act, id, changes)
+      effects |= this.source(role, domain, obj, act, id, changes, seen) | this.source(role, GLOBAL_DOMAIN, obj, act, id, changes, seen)
     }
     if (domain !== GLOBAL_DOMAIN) {
-      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.bitsWith(role, GLOBAL_DOMAIN, obj, act, id, changes)
+      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.source(role, GLOBAL_DOMAIN, obj, act, id, changes, seen)
     }
     return effects
+  }
+
+  /** One source's bits in the fold, told to `seen` when it has any. */
+  private source(
+    sub: string,
+    dom: string,
+    obj: string,
+    act: string,
+    id: number | undefined,
+    changes: readonly RuleChange[] | null,
+    seen: ((sub: string, dom: string, bits: number) => void) | undefined,
+  ): number {
+    const bits = this.bitsWith(sub, dom, obj, act, id, changes)
+    if (seen !== undefined && bits !== 0) seen(sub, dom, bits)
+    return bits
   }
 
   /** One subject's bits of the pair in one domain; rows are unique, so adding one sets its effect's bit and removing one clears it. */
@@ -301,20 +283,13 @@ export class DecisionIndex {
   decidingRule(subject: string, domain: string, obj: string, act: string): string[] | null {
     const id = this.pairId(obj, act, false)
     if (id === undefined) return null
-    const sources: Array<readonly [string, string]> = [[subject, domain]]
-    if (domain !== GLOBAL_DOMAIN) sources.push([subject, GLOBAL_DOMAIN])
-    for (const role of this.rolesReached(subject, domain)) {
-      sources.push([role, domain])
-      if (domain !== GLOBAL_DOMAIN) sources.push([role, GLOBAL_DOMAIN])
-    }
-    if (domain !== GLOBAL_DOMAIN) for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) sources.push([role, GLOBAL_DOMAIN])
+    let deny: string[] | null = null
     let allow: string[] | null = null
-    for (const [sub, dom] of sources) {
-      const bits = this.bits(sub, dom, id)
-      if ((bits & DENY) !== 0) return [sub, dom, obj, act, 'deny']
+    this.fold(subject, domain, obj, act, id, null, (sub, dom, bits) => {
+      if ((bits & DENY) !== 0 && deny === null) deny = [sub, dom, obj, act, 'deny']
       if ((bits & ALLOW) !== 0 && allow === null) allow = [sub, dom, obj, act, 'allow']
-    }
-    return allow
+    })
+    return deny ?? allow
   }
 
   /**
@@ -338,48 +313,23 @@ export class DecisionIndex {
    */
   allowersOf(obj: string, act: string, domain: string): string[] {
     const id = this.pairId(obj, act, false)
-    const subjects = id === undefined ? undefined : this.allowers[id]
-    if (id === undefined || subjects === undefined) return []
+    if (id === undefined) return []
     const found: string[] = []
-    for (const subject of subjects.keys()) {
+    for (const subject of this.reverse.subjectsAllowing(id)) {
       const byDomain = this.grants.get(subject)
       if ((((byDomain?.get(domain)?.get(id) ?? 0) | (byDomain?.get(GLOBAL_DOMAIN)?.get(id) ?? 0)) & ALLOW) !== 0) found.push(subject)
     }
     return found
   }
 
-  /**
-   * Adds to `into` every member reaching one of `roles` by `g` links in
-   * `domain` (the reverse of rolesReached), the roles themselves included.
-   */
+  /** Adds to `into` every member reaching one of `roles` by `g` links in `domain`, the roles themselves included (see ReverseIndex). */
   membersReaching(roles: Iterable<string>, domain: string, into: Set<string>): Set<string> {
-    const byRole = this.members.get(domain)
-    // Only members that have members of their own (roles) are walked on, each once.
-    const walked = new Set<string>()
-    const frontier: string[] = []
-    for (const role of roles) {
-      into.add(role)
-      if (byRole?.has(role) !== true || walked.has(role)) continue
-      walked.add(role)
-      frontier.push(role)
-    }
-    // Every member is visited, whatever the depth: a superset of what the
-    // ten-link limit reaches, which callers filter with the decision.
-    while (byRole !== undefined && frontier.length > 0) {
-      const assigned = byRole.get(frontier.pop() as string) ?? NO_ROLES
-      for (const member of typeof assigned === 'string' ? [assigned] : assigned) {
-        into.add(member)
-        if (walked.has(member) || !byRole.has(member)) continue
-        walked.add(member)
-        frontier.push(member)
-      }
-    }
-    return into
+    return this.reverse.membersReaching(roles, domain, into)
   }
 
   /** The domains that have `g` links. */
   linkDomains(): IterableIterator<string> {
-    return this.members.keys()
+    return this.reverse.linkDomains()
   }
 
   /** The allow and deny rows whose subject is `subject`, in the given domains (no scan of other subjects). */

@@ -9,7 +9,8 @@ import { withRowsChanged } from './overlay.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
 import { OverrideExpiries } from './overrideExpiries.js'
 import { CandidateIndex } from './candidateIndex.js'
-import { analyseMatcher, type Alternative } from './matcherAnalysis.js'
+import { CompiledModel, type RoleFunction } from './compiledModel.js'
+import { analyseMatcher } from './matcherAnalysis.js'
 import { appendRow, hasRow, indexRows, removeRows } from './modelRows.js'
 
 /** What a decision needs to know about the user asking. */
@@ -62,6 +63,32 @@ interface Narrowing {
   index: CandidateIndex
   /** What the effect answers when no row matches (Casbin over a list none of whose rows match). */
   noMatch: boolean
+  /** The model's matcher and effect compiled; null leaves the candidates to Casbin's enforce. */
+  compiled: CompiledModel | null
+}
+
+/**
+ * The model's role functions as Casbin's synchronous g function answers
+ * them: a three-field `g` with a domain from the index's links (the very
+ * rows Casbin's role manager holds, followed as deep as it follows them),
+ * any other from the enforcer's role manager.
+ */
+function roleFunctions(enforcer: Enforcer, index: DecisionIndex): Map<string, RoleFunction> {
+  const functions = new Map<string, RoleFunction>()
+  for (const [key, assertion] of enforcer.getModel().model.get('g') ?? []) {
+    const rm = assertion.rm
+    const indexed = key === 'g' && assertion.value.split(',').length === 3
+    functions.set(key, (...args: unknown[]) => {
+      // As Casbin's generateSyncedGFunction reads its arguments.
+      const name1 = String(args[0] || '')
+      const name2 = String(args[1] || '')
+      if (args.length === 2) return rm.syncedHasLink?.(name1, name2) ?? name1 === name2
+      const domain = (args[2] as { toString(): string }).toString()
+      if (indexed && args.length === 3) return name1 === name2 || index.rolesReached(name1, domain).includes(name2)
+      return rm.syncedHasLink?.(name1, name2, domain) ?? name1 === name2
+    })
+  }
+  return functions
 }
 
 const settledBy = (allowed: boolean, kind: Explanation['reason']['kind']): Explanation => Object.freeze({ allowed, reason: Object.freeze({ kind }) })
@@ -148,7 +175,9 @@ export class PermissionEngine {
     // Part of the load, not of the first write after it: at a million rules the row tables take a while to build.
     if (mode === 'index') indexRows(enforcer.getModel())
     const alternatives = mode === 'candidates' ? analyseMatcher(enforcer.getModel()) : null
-    const narrowing = alternatives === null ? null : { index: new CandidateIndex(alternatives, rows), noMatch: await noMatchAnswer(modelText) }
+    const compiled = alternatives === null ? null : CompiledModel.compile(enforcer.getModel(), roleFunctions(enforcer, index))
+    const narrowing =
+      alternatives === null ? null : { index: new CandidateIndex(alternatives, rows), noMatch: compiled === null ? await noMatchAnswer(modelText) : compiled.noMatch(), compiled }
     return { enforcer, index, cache: mode === 'index' ? null : new Map(), expiries, narrowing }
   }
 
@@ -255,31 +284,31 @@ export class PermissionEngine {
    * a pinned field differs), so Casbin's matcher and effect decide as over
    * the whole list. Other modes: the whole list.
    */
-  private narrowedEnforce(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, string[]] {
-    const { enforcer, narrowing, index } = this.snapshot
-    const ask = (): [boolean, string[]] => (explain ? enforcer.enforceExSync(subjectId, domain, obj, act) : [enforcer.enforceSync(subjectId, domain, obj, act), []])
+  private narrowedEnforce(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, readonly string[]] {
+    const { enforcer, narrowing } = this.snapshot
     const assertion = enforcer.getModel().model.get('p')?.get('p')
-    if (narrowing === null || assertion === undefined || assertion.policy.length === 0) return ask()
-    const subjects = (alternative: Alternative): string[] => {
-      if (alternative.subject.kind === 'exact') return [subjectId]
-      const { domain: pin } = alternative.subject
-      if (pin !== 'any') {
-        const linkDomain = pin.from === 'literal' ? pin.value : [subjectId, domain, obj, act][['sub', 'dom', 'obj', 'act'].indexOf(pin.field)] as string
-        return [subjectId, ...index.rolesReached(subjectId, linkDomain)]
-      }
-      const roles = new Set([subjectId])
-      for (const d of index.linkDomains()) for (const role of index.rolesReached(subjectId, d)) roles.add(role)
-      return [...roles]
-    }
-    const rows = narrowing.index.candidates([subjectId, domain, obj, act], subjects) as string[][]
+    // An empty list is read by Casbin otherwise (the matcher over empty fields): asked of Casbin, at no cost.
+    if (narrowing === null || assertion === undefined || assertion.policy.length === 0) return this.casbin(subjectId, domain, obj, act, explain)
+    const request = [subjectId, domain, obj, act]
+    const rows = narrowing.index.candidates(request, this.snapshot.index)
     if (rows.length === 0) return [narrowing.noMatch, []]
+    if (narrowing.compiled !== null) {
+      const [allowed, row] = narrowing.compiled.decide(request, rows)
+      return [allowed, row ?? []]
+    }
     const all = assertion.policy
-    assertion.policy = rows
+    assertion.policy = [...rows] as string[][]
     try {
-      return ask()
+      return this.casbin(subjectId, domain, obj, act, explain)
     } finally {
       assertion.policy = all
     }
+  }
+
+  /** Casbin's enforce, or enforceEx when the row is asked for. */
+  private casbin(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, readonly string[]] {
+    const { enforcer } = this.snapshot
+    return explain ? enforcer.enforceExSync(subjectId, domain, obj, act) : [enforcer.enforceSync(subjectId, domain, obj, act), []]
   }
 
   /** The loaded policy's rows (p rows with the overrides, g rows): live, read only. */
@@ -344,7 +373,7 @@ export class PermissionEngine {
     const { index, cache } = this.snapshot
     if (cache === null) return explained(subject.id, index.allowed(subject.id, domain, obj, act), index.decidingRule(subject.id, domain, obj, act))
     const [allowed, rule] = this.narrowedEnforce(subject.id, domain, obj, act, true)
-    return explained(subject.id, allowed, rule.length > 0 ? rule : null)
+    return explained(subject.id, allowed, rule.length > 0 ? [...rule] : null)
   }
 
   /**

@@ -115,6 +115,9 @@ function alternative(atoms: Node[]): Alternative | null {
 export function analyseMatcher(model: Model): Alternative[] | null {
   const text = model.model.get('m')?.get('m')?.value
   if (text === undefined || /\beval\(/.test(text)) return null
+  // Rows are keyed by place: the fields must be the ones the API sends, in its order.
+  const tokens = (sec: string) => model.model.get(sec)?.get(sec)?.tokens.join() ?? ''
+  if (tokens('r') !== 'r_sub,r_dom,r_obj,r_act' || tokens('p') !== 'p_sub,p_dom,p_obj,p_act,p_eft') return null
   let tree: Node
   try {
     // The package is CommonJS: its named exports reach ESM only through the default one.

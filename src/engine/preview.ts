@@ -1,4 +1,4 @@
-import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
+import { GLOBAL_DOMAIN, homeDomain, type Account } from '../domain/principals.js'
 import type { RuleChange } from './decisionIndex.js'
 import type { PermissionEngine } from './engine.js'
 import type { AccountSource } from './holders.js'
@@ -33,15 +33,32 @@ export interface Reached {
 }
 
 /**
- * The users a change of the role's row in `domain` reaches: those reaching
- * the role by `g` links in that domain, decided there; for a `global` row,
- * those reaching it in any domain (merchant users in their own merchant,
- * system-owner users in `global`), each decided in the domain of its link.
+ * The users a change of the role's row in `domain` reaches. With the
+ * shipped model: those reaching the role by `g` links in that domain,
+ * decided there; for a `global` row, those reaching it in any domain
+ * (merchant users in their own merchant, system-owner users in `global`),
+ * each decided in the domain of its link. With another model of the family
+ * the matcher says where a row counts, not the link: every user reaching
+ * the role by links in any domain (no row of the role reaches anyone else),
+ * each decided in its home domain; outside the family, every user.
  */
-export function roleReach(engine: PermissionEngine, accounts: Pick<AccountSource, 'peek'>, role: string, domain: string): Reached[] {
+export function roleReach(engine: PermissionEngine, accounts: Pick<AccountSource, 'peek' | 'all'>, role: string, domain: string): Reached[] {
   const policy = engine.policy
-  const domains = domain === GLOBAL_DOMAIN ? [...policy.linkDomains()] : [domain]
   const reached: Reached[] = []
+  if (engine.mode === 'enforce-cache') {
+    for (const account of accounts.all()) reached.push({ account, domain: homeDomain(account) })
+    return reached
+  }
+  if (engine.mode === 'candidates') {
+    const members = new Set([role])
+    for (const d of [...policy.linkDomains()]) policy.membersReaching([role], d, members)
+    for (const id of members) {
+      const account = accounts.peek(id)
+      if (account !== undefined && account.id === id) reached.push({ account, domain: homeDomain(account) })
+    }
+    return reached
+  }
+  const domains = domain === GLOBAL_DOMAIN ? [...policy.linkDomains()] : [domain]
   for (const d of domains) {
     for (const id of policy.membersReaching([role], d, new Set())) {
       const account = accounts.peek(id)

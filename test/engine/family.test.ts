@@ -4,8 +4,10 @@
  * regexMatch/globMatch on the object or action, domain rules changed,
  * effect variants, role hierarchies of several levels), random policies and
  * random writes, each decision (uncached and cached), each explanation's
- * verdict and row, and each dry run equals what a fresh enforcer over the
- * same rows, in the same order, answers.
+ * verdict and row, each dry run, each holders list, each preview's counts
+ * and each check-batch answer equals what a fresh enforcer over the same
+ * rows, in the same order, answers (with the tenant rule: a merchant user
+ * holds nothing outside its merchant).
  */
 import { newEnforcer, type Enforcer } from 'casbin'
 import { readFileSync } from 'node:fs'
@@ -13,6 +15,10 @@ import t from 'tap'
 import { RulesAdapter } from '../../src/engine/adapter.js'
 import { PermissionEngine, type Subject } from '../../src/engine/engine.js'
 import { parseModel } from '../../src/engine/model.js'
+import { permissionHolders, type AccountSource } from '../../src/engine/holders.js'
+import { previewChanges, roleReach } from '../../src/engine/preview.js'
+import { checkPermissions } from '../../src/commands/permissionQueries.js'
+import type { Account } from '../../src/domain/principals.js'
 
 const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
 const SHIPPED_MATCHER = 'r.obj == p.obj && r.act == p.act && ((g(r.sub, p.sub, r.dom) && (p.dom == r.dom || p.dom == "global")) || (g(r.sub, p.sub, "global") && p.dom == "global"))'
@@ -64,10 +70,34 @@ function random(seed: number) {
   return { next, pick }
 }
 
+/** The users' home domains: two system owners, a merchant user of m1 and one of m2. */
+const HOME: Record<string, string> = { u1: 'global', u2: 'global', u3: 'm1', u4: 'm2' }
+const ACCOUNTS: Account[] = USERS.map((id) => ({
+  id,
+  email: `${id}@example.test`,
+  name: id,
+  phone: null,
+  principal_type: HOME[id] === 'global' ? 'system_owner' : 'merchant',
+  merchant_id: HOME[id] === 'global' ? null : (HOME[id] as string),
+  sub_role_code: 'none',
+  parent_role: null,
+  created_by: null,
+  created_at: new Date(0),
+  status: 'active',
+  credentials_version: 1,
+})) as Account[]
+const accounts: AccountSource = {
+  peek: (id) => ACCOUNTS.find((a) => a.id === id),
+  withSubRole: (code) => ACCOUNTS.filter((a) => a.sub_role_code === code),
+  subRoles: () => ['none'],
+  all: () => ACCOUNTS,
+}
+
 function randomRule(r: ReturnType<typeof random>): ['p' | 'g', string[]] {
   if (r.next() < 0.3) {
-    // Users to roles and roles to roles: hierarchies of several levels.
-    return ['g', [r.pick([...USERS, ...ROLES]), r.pick(ROLES), r.pick(DOMAINS.slice(0, 3))]]
+    // Users to roles (in their home domain, as the service links them) and roles to roles: hierarchies of several levels.
+    const member = r.pick([...USERS, ...ROLES])
+    return ['g', [member, r.pick(ROLES), HOME[member] ?? r.pick(DOMAINS.slice(0, 3))]]
   }
   return ['p', [r.pick([...ROLES, ...ROLES, ...USERS]), r.pick(DOMAINS), r.pick(ROW_OBJECTS), r.pick(ROW_ACTS), r.next() < 0.7 ? 'allow' : 'deny']]
 }
@@ -117,6 +147,38 @@ for (const [v, variant] of VARIANTS.entries()) {
               }
             }
           }
+        }
+        // What the service answers besides checks, for every user: holders lists and check-batch.
+        const truth = (enforcer: Enforcer, account: Account, dom: string, obj: string, act: string) =>
+          (account.principal_type !== 'merchant' || account.merchant_id === dom) && enforcer.enforceSync(account.id, dom, obj, act)
+        for (const dom of DOMAINS) {
+          for (const obj of OBJECTS) {
+            for (const act of ACTS) {
+              compared++
+              const holders = permissionHolders(engine, accounts, obj, act, dom).map((h) => h.user_id).sort().join()
+              const expected = ACCOUNTS.filter((a) => truth(reference, a, dom, obj, act)).map((a) => a.id).sort().join()
+              if (holders !== expected) mismatch(`holders ${dom} ${obj} ${act}: ${holders} vs ${expected}`)
+            }
+          }
+        }
+        for (const account of ACCOUNTS) {
+          const queries = DOMAINS.flatMap((domain) => OBJECTS.map((obj) => ({ obj, act: r.pick(ACTS), domain })))
+          for (const answer of checkPermissions({ engine, accounts }, account, queries)) {
+            compared++
+            if (answer.allowed !== truth(reference, account, answer.domain, answer.obj, answer.act)) mismatch(`check-batch ${account.id} ${answer.domain} ${answer.obj} ${answer.act}`)
+          }
+        }
+        // A role's dry run of a catalog pair (the service previews no other): the users gaining and losing, against every user decided at home before and after.
+        const grant = [r.pick(ROLES), r.pick(DOMAINS), r.pick(OBJECTS), r.pick(ACTS), 'allow']
+        if (!engine.loadedRules.p.some((row) => row.join() === grant.join())) {
+          const after = await fresh(variant.text, engine, grant)
+          const [role, dom, obj, act] = grant as [string, string, string, string]
+          const preview = previewChanges(engine, roleReach(engine, accounts, role, dom), obj, act, [{ op: 'add', rule: grant }])
+          const home = (a: Account) => HOME[a.id] as string
+          const gaining = ACCOUNTS.filter((a) => !truth(reference, a, home(a), obj, act) && truth(after, a, home(a), obj, act)).length
+          const losing = ACCOUNTS.filter((a) => truth(reference, a, home(a), obj, act) && !truth(after, a, home(a), obj, act)).length
+          compared++
+          if (preview.users_gaining !== gaining || preview.users_losing !== losing) mismatch(`preview ${grant.join()}: ${preview.users_gaining}/${preview.users_losing} vs ${gaining}/${losing}`)
         }
         // A dry run: one p row added, asked of a sample of questions.
         const [, extra] = ['p', [r.pick(ROLES), r.pick(DOMAINS), r.pick(ROW_OBJECTS), r.pick(ROW_ACTS), r.next() < 0.6 ? 'allow' : 'deny']] as const
