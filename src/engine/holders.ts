@@ -31,7 +31,7 @@ export interface AccountSource {
  * does not implement may reach users in ways the rows do not show: then
  * every account is decided.
  */
-function permissionHolders(
+export function permissionHolders(
   engine: PermissionEngine,
   accounts: AccountSource,
   obj: string,
