@@ -1,3 +1,4 @@
+import { deactivatedEntry, reactivatedEntry, roleChangedEntry } from '../domain/audit.js'
 import { ruleAdded, ruleRemoved } from '../domain/changes.js'
 import { ServiceError } from '../domain/errors.js'
 import { assertMayChangeAccount } from '../domain/grantRules.js'
@@ -78,18 +79,7 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
     await insertRule(tx, 'g', after)
     return {
       changed: true,
-      audit: [
-        {
-          action: 'role_changed' as const,
-          target_type: 'user' as const,
-          target_id: target.id,
-          obj: null,
-          act: null,
-          domain: home,
-          merchant_id: target.merchant_id,
-          actor: actorOf(caller),
-        },
-      ],
+      audit: [roleChangedEntry(target, actorOf(caller))],
       changes: [ruleRemoved('g', before), ruleAdded('g', after), { kind: 'account' as const, account: moved.account }],
       result: moved.account,
     }
@@ -118,18 +108,7 @@ export async function setAccountStatus(ctx: CommandContext, caller: Caller, user
     if (updated === null) return { changed: false, audit: [], changes: [], result: target }
     return {
       changed: true,
-      audit: [
-        {
-          action: status === 'deactivated' ? ('deactivated' as const) : ('reactivated' as const),
-          target_type: 'user' as const,
-          target_id: target.id,
-          obj: null,
-          act: null,
-          domain: homeDomain(target),
-          merchant_id: target.merchant_id,
-          actor: actorOf(caller),
-        },
-      ],
+      audit: [(status === 'deactivated' ? deactivatedEntry : reactivatedEntry)(target, actorOf(caller))],
       changes: [{ kind: 'account' as const, account: updated }],
       result: updated,
     }

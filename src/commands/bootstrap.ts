@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { SYSTEM_ACTOR } from '../domain/audit.js'
-import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
+import { SYSTEM_ACTOR, registerEntry } from '../domain/audit.js'
+import type { Account } from '../domain/principals.js'
 import { ROOT_SUB_ROLE } from '../domain/root.js'
 import { countAccounts, systemSuperAdminExists } from '../storage/accounts.js'
 import { accountCreated, writeAccount } from './accountRows.js'
@@ -35,20 +35,7 @@ export async function bootstrapSystemOwner(ctx: CommandContext, input: Bootstrap
       parent_role: null,
       created_by: null,
     })
-    return accountCreated(
-      account,
-      changes,
-      {
-        action: 'register',
-        target_type: 'user',
-        target_id: account.id,
-        obj: null,
-        act: null,
-        domain: GLOBAL_DOMAIN,
-        merchant_id: null,
-        actor: SYSTEM_ACTOR,
-      }
-    )
+    return accountCreated(account, changes, registerEntry(account, SYSTEM_ACTOR))
   })
   return outcome.result === null ? { created: false } : { created: true, account: outcome.result }
 }

@@ -1,5 +1,5 @@
 import { ruleAdded, ruleRemoved } from '../domain/changes.js'
-import { tenantOfDomain } from '../domain/audit.js'
+import { grantEntry, revokeEntry, roleHolder } from '../domain/audit.js'
 import { assertMayGrant, assertMayRevoke } from '../domain/grantRules.js'
 import { roleDomain } from '../domain/tenancy.js'
 import type { AccessPreview } from '../engine/preview.js'
@@ -31,18 +31,7 @@ async function writeRoleRule(
   }
   const outcome = await ctx.writes.run(async (tx) => ({
     changed: await apply(tx),
-    audit: [
-      {
-        action,
-        target_type: 'role' as const,
-        target_id: subRole,
-        obj: input.obj,
-        act: input.act,
-        domain,
-        merchant_id: tenantOfDomain(domain),
-        actor: actorOf(caller),
-      },
-    ],
+    audit: [(action === 'grant' ? grantEntry : revokeEntry)(roleHolder(subRole), { obj: input.obj, act: input.act, domain }, actorOf(caller))],
     changes: [action === 'grant' ? ruleAdded('p', rule) : ruleRemoved('p', rule)],
     result: null,
   }))

@@ -6,7 +6,7 @@ import { emailTaken } from '../storage/accounts.js'
 import { insertMerchant, merchantExists } from '../storage/merchants.js'
 import { accountCreated, writeAccount } from './accountRows.js'
 import type { CommandContext } from './context.js'
-import type { Actor } from '../domain/audit.js'
+import { onboardEntry, type Actor } from '../domain/audit.js'
 
 export interface OnboardMerchantInput {
   merchant_id: string
@@ -38,20 +38,7 @@ export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: 
       parent_role: 'system_owner',
       created_by: actor.type === 'system' ? null : actor.id,
     })
-    return accountCreated(
-      account,
-      [{ kind: 'merchant', id: input.merchant_id }, ...accountChanges],
-      {
-        action: 'onboard',
-        target_type: 'user',
-        target_id: account.id,
-        obj: null,
-        act: null,
-        domain: input.merchant_id,
-        merchant_id: input.merchant_id,
-        actor,
-      }
-    )
+    return accountCreated(account, [{ kind: 'merchant', id: input.merchant_id }, ...accountChanges], onboardEntry(account, actor))
   })
   return { ...outcome.result, revision: outcome.revision }
 }

@@ -1,4 +1,4 @@
-import { SYSTEM_ACTOR, type AuditEntry } from '../domain/audit.js'
+import { overrideExpiredEntry, type AuditEntry } from '../domain/audit.js'
 import { ruleRemoved, type StoreChange } from '../domain/changes.js'
 import type { Clock, ClockTimer } from '../domain/clock.js'
 import { sweepExpiredOverrides, type OverrideRow } from '../storage/overrides.js'
@@ -16,7 +16,7 @@ const SWEEP_BATCH = 500
  */
 export function overrideExpired(row: OverrideRow, merchantId: string | null): { audit: AuditEntry; change: StoreChange } {
   return {
-    audit: { action: 'override_expired', target_type: 'user', target_id: row.user_id, obj: row.obj, act: row.act, domain: row.domain, merchant_id: merchantId, actor: SYSTEM_ACTOR },
+    audit: overrideExpiredEntry({ kind: 'user', id: row.user_id, merchant_id: merchantId }, row),
     change: ruleRemoved('p', [row.user_id, row.domain, row.obj, row.act, row.effect]),
   }
 }

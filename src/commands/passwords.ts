@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
-import { SYSTEM_ACTOR, type Actor } from '../domain/audit.js'
+import { passwordChangedEntry, passwordResetEntry, type AuditEntry } from '../domain/audit.js'
 import { ServiceError } from '../domain/errors.js'
 import type { LoginLimits } from '../domain/loginLimits.js'
-import { homeDomain, type Account } from '../domain/principals.js'
+import type { Account } from '../domain/principals.js'
 import { findAccountByEmail, findAccountWithHash, setPassword } from '../storage/accounts.js'
 import { admitLoginAttempt, clearLoginFailures } from '../storage/loginFailures.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
@@ -14,7 +14,7 @@ import { AccountLoginLimitedError } from './login.js'
  * no longer exists; this is how an operator lifts a lock-out) and audits it,
  * in one transaction.
  */
-async function replacePassword(ctx: CommandContext, account: Account, password: string, action: 'password_changed' | 'password_reset', actor: Actor) {
+async function replacePassword(ctx: CommandContext, account: Account, password: string, audit: AuditEntry) {
   const passwordHash = await ctx.passwords.hash(password)
   return ctx.writes.run(async (tx) => {
     const updated = await setPassword(tx, account.id, passwordHash)
@@ -22,7 +22,7 @@ async function replacePassword(ctx: CommandContext, account: Account, password: 
     await clearLoginFailures(tx, account.email)
     return {
       changed: true,
-      audit: [{ action, target_type: 'user' as const, target_id: account.id, obj: null, act: null, domain: homeDomain(account), merchant_id: account.merchant_id, actor }],
+      audit: [audit],
       changes: [{ kind: 'account' as const, account: updated }],
       result: updated,
     }
@@ -48,7 +48,7 @@ export async function changePassword(
   const stored = await findAccountWithHash(ctx.db, caller.account.id)
   const valid = await ctx.passwords.verify(stored?.password_hash ?? null, current)
   if (stored === null || !valid) throw new ServiceError('CURRENT_PASSWORD_WRONG', {}, [{ field: 'current_password', message: 'invalid' }])
-  const outcome = await replacePassword(ctx, stored, next, 'password_changed', actorOf(caller))
+  const outcome = await replacePassword(ctx, stored, next, passwordChangedEntry(stored, actorOf(caller)))
   return { revision: outcome.revision, account: outcome.result }
 }
 
@@ -57,6 +57,6 @@ export async function resetPassword(ctx: CommandContext, email: string): Promise
   const stored = await findAccountByEmail(ctx.db, email)
   if (stored === null) return null
   const password = randomBytes(18).toString('base64url')
-  const outcome = await replacePassword(ctx, stored, password, 'password_reset', SYSTEM_ACTOR)
+  const outcome = await replacePassword(ctx, stored, password, passwordResetEntry(stored))
   return { account: outcome.result, password }
 }

@@ -1,3 +1,4 @@
+import { registerEntry } from '../domain/audit.js'
 import { ServiceError } from '../domain/errors.js'
 import { assertMayAssignSubRole } from '../domain/grantRules.js'
 import { homeDomain, type Account } from '../domain/principals.js'
@@ -43,20 +44,7 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
       sub_role_code: input.sub_role_code,
       created_by: caller.account.id,
     })
-    return accountCreated(
-      account,
-      changes,
-      {
-        action: 'register',
-        target_type: 'user',
-        target_id: account.id,
-        obj: null,
-        act: null,
-        domain: homeDomain(account),
-        merchant_id: account.merchant_id,
-        actor: actorOf(caller),
-      }
-    )
+    return accountCreated(account, changes, registerEntry(account, actorOf(caller)))
   })
   return { ...outcome.result, revision: outcome.revision }
 }

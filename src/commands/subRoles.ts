@@ -1,3 +1,4 @@
+import { subRoleCreatedEntry } from '../domain/audit.js'
 import { ServiceError } from '../domain/errors.js'
 import { homeDomain } from '../domain/principals.js'
 import { isRootSubRole } from '../domain/root.js'
@@ -55,18 +56,7 @@ export async function createSubRole(ctx: CommandContext, caller: Caller, input: 
     if (!(await insertSubRole(tx, input.code, input.label, domain))) throw new ServiceError('SUB_ROLE_EXISTS', { sub_role_code: input.code })
     return {
       changed: true,
-      audit: [
-        {
-          action: 'sub_role_created' as const,
-          target_type: 'role' as const,
-          target_id: input.code,
-          obj: null,
-          act: null,
-          domain,
-          merchant_id: caller.account.principal_type === 'merchant' ? caller.account.merchant_id : null,
-          actor: actorOf(caller),
-        },
-      ],
+      audit: [subRoleCreatedEntry(input.code, caller.account, actorOf(caller))],
       changes: [{ kind: 'sub_role' as const, code: input.code, is_root: false }],
       result: null,
     }

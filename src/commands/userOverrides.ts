@@ -2,7 +2,7 @@ import { assertMayGrant, assertMayRevoke } from '../domain/grantRules.js'
 import type { Account } from '../domain/principals.js'
 import { assertOverrideDomain, assertReachable, userDomain } from '../domain/tenancy.js'
 import { ServiceError } from '../domain/errors.js'
-import type { AuditEntry } from '../domain/audit.js'
+import { overrideSetEntry, revokeEntry, userHolder, type AuditEntry } from '../domain/audit.js'
 import { deleteOverride, setOverride, type Effect, type OverrideWrite } from '../storage/overrides.js'
 import type { AccessPreview } from '../engine/preview.js'
 import { previewUserOverride, type DryRun } from './accessReview.js'
@@ -81,10 +81,7 @@ export async function setUserPermission(
     const changed = previous === null || previous.effect !== effect || previous.expires_at?.getTime() !== expiresAt?.getTime()
     return {
       changed,
-      audit: [
-        ...expired.audit,
-        { action: effect === 'allow' ? ('grant' as const) : ('deny' as const), target_type: 'user' as const, target_id: target.id, obj: input.obj, act: input.act, domain, merchant_id: target.merchant_id, actor: actorOf(caller) },
-      ],
+      audit: [...expired.audit, overrideSetEntry(effect, userHolder(target), { obj: input.obj, act: input.act, domain }, actorOf(caller))],
       changes,
       result: null,
     }
@@ -113,8 +110,7 @@ export async function revokeUserPermission(ctx: CommandContext, caller: Caller, 
     const write = await deleteOverride(tx, { user_id: target.id, domain, obj: input.obj, act: input.act }, new Date(ctx.clock.now()))
     const { previous } = write
     const expired = expiredParts(write, target, domain, input)
-    const revoked: AuditEntry[] =
-      previous === null ? [] : [{ action: 'revoke', target_type: 'user', target_id: target.id, obj: input.obj, act: input.act, domain, merchant_id: target.merchant_id, actor: actorOf(caller) }]
+    const revoked = previous === null ? [] : [revokeEntry(userHolder(target), { obj: input.obj, act: input.act, domain }, actorOf(caller))]
     return {
       // An expired row cleared on the way is written (with its own entry), but the revoke itself changed nothing.
       changed: previous !== null || write.expired !== null,

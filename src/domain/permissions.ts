@@ -1,7 +1,7 @@
 /**
  * The permission catalog as the code declares it: the permissions routes
  * require, and the rest of the platform's. Start-up brings the stored catalog
- * in line with this file (see commands/syncCatalog.ts).
+ * in line with this file (see domain/catalogSync.ts).
  */
 export interface PermissionDeclaration {
   obj: string
@@ -55,42 +55,4 @@ export interface CatalogEntry {
   label: string
   group_name: string
   is_active: boolean
-}
-
-export type CatalogEvent = 'catalog_added' | 'catalog_deactivated' | 'catalog_reactivated'
-
-/**
- * How the stored catalog must change to match the declared one: new pairs
- * added, vanished ones deactivated, returning ones reactivated; labels and
- * groups follow the code without an event.
- */
-export function planCatalogSync(
-  stored: readonly CatalogEntry[],
-  declared: readonly PermissionDeclaration[],
-): { next: CatalogEntry[]; events: Array<{ event: CatalogEvent; entry: CatalogEntry }>; touched: CatalogEntry[] } {
-  const byKey = new Map(stored.map((e) => [permissionName(e), e]))
-  const declaredKeys = new Set(declared.map(permissionName))
-  const events: Array<{ event: CatalogEvent; entry: CatalogEntry }> = []
-  const touched: CatalogEntry[] = []
-  const next: CatalogEntry[] = []
-  for (const d of declared) {
-    const current = byKey.get(permissionName(d))
-    const entry: CatalogEntry = { obj: d.obj, act: d.act, label: d.label, group_name: d.group, is_active: true }
-    next.push(entry)
-    if (current === undefined) events.push({ event: 'catalog_added', entry })
-    else if (!current.is_active) events.push({ event: 'catalog_reactivated', entry })
-    if (current !== undefined && (current.label !== entry.label || current.group_name !== entry.group_name || !current.is_active)) {
-      touched.push(entry)
-    }
-  }
-  for (const current of stored) {
-    if (declaredKeys.has(permissionName(current))) continue
-    const entry = { ...current, is_active: false }
-    next.push(entry)
-    if (current.is_active) {
-      events.push({ event: 'catalog_deactivated', entry })
-      touched.push(entry)
-    }
-  }
-  return { next, events, touched }
 }

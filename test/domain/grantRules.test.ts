@@ -3,21 +3,18 @@
  * revoke a pair and for how long, and whose account a caller may change.
  */
 import t from 'tap'
-import { ServiceError } from '../../src/domain/errors.js'
-import { assertMayChangeAccount, assertMayGrant, assertMayRevoke, outlasts, type GrantCheck } from '../../src/domain/grantRules.js'
+import {
+  assertInCatalog,
+  assertMayAssignSubRole,
+  assertMayChangeAccount,
+  assertMayGrant,
+  assertMayRevoke,
+  outlasts,
+  type GrantCheck,
+} from '../../src/domain/grantRules.js'
+import { outcome } from '../support/ruleOutcome.js'
 
 const T = Date.parse('2030-01-01T12:00:00Z')
-
-/** The service code a rule answers with, or 'ok'. */
-function outcome(rule: () => void): string {
-  try {
-    rule()
-    return 'ok'
-  } catch (error) {
-    if (error instanceof ServiceError) return error.code
-    throw error
-  }
-}
 
 const base: GrantCheck = {
   active: true,
@@ -80,4 +77,33 @@ t.test('assertMayChangeAccount: a non-root caller changes only accounts it holds
     ['root changes anyone', { callerIsRoot: true, heldByTargetOnly: ['payouts:approve'], newSubRoleBeyondCaller: ['reports:read'] }, 'ok'],
   ]
   for (const [name, check, expected] of cases) t.equal(outcome(() => assertMayChangeAccount({ ...check, domain: 'm1' })), expected, name)
+})
+
+t.test('assertInCatalog: only active catalog pairs are granted, denied or revoked', async (t) => {
+  const cases: Array<[string, boolean, string]> = [
+    ['active', true, 'ok'],
+    ['inactive or unknown', false, 'PERMISSION_NOT_IN_CATALOG'],
+  ]
+  for (const [name, active, expected] of cases) t.equal(outcome(() => assertInCatalog({ active, obj: 'orders', act: 'refund' })), expected, name)
+})
+
+t.test('assertMayAssignSubRole: a non-root caller gives only a sub-role holding nothing beyond its own', async (t) => {
+  const cases: Array<[string, boolean, string[], string]> = [
+    ['nothing beyond the caller', false, [], 'ok'],
+    ['a pair beyond the caller', false, ['payouts:approve'], 'PRIVILEGE_ESCALATION'],
+    ['root gives any sub-role', true, ['payouts:approve'], 'ok'],
+  ]
+  for (const [name, callerIsRoot, beyondCaller, expected] of cases) {
+    t.equal(outcome(() => assertMayAssignSubRole({ callerIsRoot, beyondCaller, domain: 'm1' })), expected, name)
+  }
+})
+
+t.test('a refusal names the domain it is about', async (t) => {
+  const refusals: Array<[string, () => void]> = [
+    ['grant', () => assertMayGrant({ ...base, callerHolds: false })],
+    ['revoke', () => assertMayRevoke({ ...base, callerHolds: false })],
+    ['assign', () => assertMayAssignSubRole({ callerIsRoot: false, beyondCaller: ['orders:refund'], domain: 'm1' })],
+    ['change', () => assertMayChangeAccount({ callerIsRoot: false, heldByTargetOnly: ['orders:refund'], newSubRoleBeyondCaller: [], domain: 'm1' })],
+  ]
+  for (const [name, rule] of refusals) t.throws(rule, { code: 'PRIVILEGE_ESCALATION', params: { domain: 'm1' } }, name)
 })
