@@ -16,7 +16,7 @@
  * expiry: an override whose line it keeps keeps its expiry, and one it adds
  * or changes never expires.
  */
-import { SYSTEM_ACTOR, tenantOfDomain, type AuditEntry } from '../domain/audit.js'
+import { SYSTEM_ACTOR, denyEntry, grantEntry, revokeEntry, roleHolder, userHolder, type AuditEntry } from '../domain/audit.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 import { DOMAIN_PATTERN } from '../domain/identifiers.js'
 import { isUserId, parsePolicyCsv, type FileLine, type ParsedPolicy } from '../domain/policyCsv.js'
@@ -142,19 +142,11 @@ async function apply(
 ): Promise<{ audit: AuditEntry[]; changes: StoreChange[] }> {
   const audit: AuditEntry[] = []
   const changes: StoreChange[] = []
-  const entry = (action: AuditEntry['action'], values: readonly string[]): AuditEntry => {
+  const entry = (action: 'grant' | 'deny' | 'revoke', values: readonly string[]): AuditEntry => {
     const [subject = '', domain = '', obj = '', act = ''] = values
-    const user = isUserId(subject)
-    return {
-      action,
-      target_type: user ? 'user' : 'role',
-      target_id: subject,
-      obj,
-      act,
-      domain,
-      merchant_id: user ? (accounts.get(subject)?.merchant_id ?? null) : tenantOfDomain(domain),
-      actor: SYSTEM_ACTOR,
-    }
+    const holder = isUserId(subject) ? userHolder({ id: subject, merchant_id: accounts.get(subject)?.merchant_id ?? null }) : roleHolder(subject)
+    const builder = action === 'grant' ? grantEntry : action === 'deny' ? denyEntry : revokeEntry
+    return builder(holder, { obj, act, domain }, SYSTEM_ACTOR)
   }
   const effectAction = (effect: string) => (effect === 'allow' ? ('grant' as const) : ('deny' as const))
   const overrideKeyOf = (values: readonly string[]) => {

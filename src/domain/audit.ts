@@ -93,9 +93,9 @@ export function grantEntry(holder: RuleHolder, pair: RulePair, actor: Actor): Au
   return ruleEntry('grant', holder, pair, actor)
 }
 
-/** `deny`: a user's deny override set (roles hold allow rows only). */
-export function denyEntry(user: UserHolder, pair: RulePair, actor: Actor): AuditEntry {
-  return ruleEntry('deny', user, pair, actor)
+/** `deny`: a user's deny override set; a role's deny row comes only from a policy import. */
+export function denyEntry(holder: RuleHolder, pair: RulePair, actor: Actor): AuditEntry {
+  return ruleEntry('deny', holder, pair, actor)
 }
 
 /** An override set with `effect` is audited as a grant (allow) or a deny. */

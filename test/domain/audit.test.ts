@@ -62,6 +62,7 @@ const cases: Array<[string, AuditEntry, AuditEntry]> = [
   ['revoke from a role', revokeEntry(roleHolder('clerk'), refundIn('m2'), admin), rule('revoke', 'role', 'clerk', 'm2', 'm2', admin)],
   ['allow override: a grant, the user\'s merchant\'s', grantEntry(userHolder(clerk), refundIn('m1'), admin), rule('grant', 'user', clerk.id, 'm1', 'm1', admin)],
   ['deny override', denyEntry(userHolder(clerk), refundIn('m1'), admin), rule('deny', 'user', clerk.id, 'm1', 'm1', admin)],
+  ['a role\'s deny row (from a policy import): the domain\'s tenant', denyEntry(roleHolder('clerk'), refundIn('m2'), SYSTEM_ACTOR), rule('deny', 'role', 'clerk', 'm2', 'm2', SYSTEM_ACTOR)],
   ['override set with allow is a grant', overrideSetEntry('allow', userHolder(clerk), refundIn('m1'), admin), rule('grant', 'user', clerk.id, 'm1', 'm1', admin)],
   ['override set with deny is a deny', overrideSetEntry('deny', userHolder(clerk), refundIn('m1'), admin), rule('deny', 'user', clerk.id, 'm1', 'm1', admin)],
   // A system owner's override in a merchant's domain stays a platform entry: it is the user's, not the domain's.
