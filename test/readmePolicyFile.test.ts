@@ -11,6 +11,9 @@ import { runCli } from '../src/cli/run.js'
 import { TEST_SECRET, tempDir } from './helper.js'
 import { bash, readme, shellBlock } from './support/readmeBlocks.js'
 import { processDatabase, repositoryRoot } from './support/serverProcess.js'
+import { onceOnPGlite } from './support/onceOnPGlite.js'
+
+onceOnPGlite("the README's policy-file commands as printed")
 
 t.test('README "Policy as a file": the export and import commands, as printed', async (t) => {
   const redirected = readme.split('\n').filter((l) => /npm run (?!-s )\S*.*cli --.*(\s>\s|\s\|\s)/.test(l))

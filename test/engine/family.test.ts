@@ -13,6 +13,9 @@ import t from 'tap'
 import { RulesAdapter } from '../../src/engine/adapter.js'
 import { PermissionEngine, type Subject } from '../../src/engine/engine.js'
 import { parseModel } from '../../src/engine/model.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the engine in memory')
 
 const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
 const SHIPPED_MATCHER = 'r.obj == p.obj && r.act == p.act && ((g(r.sub, p.sub, r.dom) && (p.dom == r.dom || p.dom == "global")) || (g(r.sub, p.sub, "global") && p.dom == "global"))'

@@ -1,6 +1,9 @@
 import t from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, buildTestApp, onboard, register, type CallOptions } from '../helper.js'
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('response envelopes')
 
 /** CONTRACT section 5: the success and error envelopes, and which status answers what. */
 

@@ -5,6 +5,9 @@ import t from 'tap'
 import { createLocalizer } from '../../src/http/i18n/index.js'
 import { TEST_SECRET, buildTestApp, freshDatabase, onboard, type TestApp } from '../helper.js'
 import { nowSeconds, sign } from '../support/jwt.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('locale negotiation and texts')
 
 /** CONTRACT section 5, localisation: lang > Accept-Language > DEFAULT_LOCALE; unknown locales fall through. */
 

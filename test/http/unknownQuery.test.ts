@@ -4,6 +4,9 @@ import type { HTTPMethods } from 'fastify'
 import app from '../../src/http/app.js'
 import { createFastify } from '../../src/http/server.js'
 import { ROOT_EMAIL, buildTestService } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('request shapes: query parameters')
 
 /** CONTRACT section 14: a query parameter a route does not declare is refused with 400 `100` naming it, on every route. */
 

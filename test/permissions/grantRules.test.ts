@@ -5,6 +5,9 @@
 import t from 'tap'
 import { ServiceError } from '../../src/domain/errors.js'
 import { assertMayChangeAccount, assertMayGrant, assertMayRevoke, outlasts, type GrantCheck } from '../../src/domain/grantRules.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 const T = Date.parse('2030-01-01T12:00:00Z')
 
