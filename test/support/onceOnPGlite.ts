@@ -35,3 +35,13 @@ export function onceOnPGlite(reason: string): void {
   // a pipe under tap, written synchronously, so the plan line is out already.
   process.exit(0)
 }
+
+/**
+ * The same rule for one subtest of a file that otherwise runs on both: a
+ * `skip` option that is false on PGlite and says why on PostgreSQL, for
+ * subtests that do not touch DATABASE_URL's database at all (an unreachable
+ * address, an embedded store in a folder of their own).
+ */
+export function pgliteRunOnly(reason: string): false | string {
+  return process.env.DATABASE_URL?.startsWith('postgres') ? `runs once, on PGlite: ${reason}` : false
+}
