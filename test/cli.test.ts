@@ -12,6 +12,7 @@ import { openPGlite } from '../src/storage/pglite.js'
 import { readMigrations } from '../src/storage/migrate.js'
 import { ROOT_EMAIL, TEST_SECRET, buildTestApp, freshDatabase, postgresUrl, register } from './helper.js'
 import { processDatabase } from './support/serverProcess.js'
+import { pgliteRunOnly } from './support/onceOnPGlite.js'
 
 const run = promisify(execFile)
 const repositoryModel = new URL('../model.conf', import.meta.url)
@@ -266,7 +267,7 @@ t.test('configuration errors and key modes', async (t) => {
   t.notMatch(unreachable.err, STACK_FRAME)
 })
 
-t.test('a store in a folder: each command opens and closes it', async (t) => {
+t.test('a store in a folder: each command opens and closes it', { skip: pgliteRunOnly('an embedded store in a folder of its own, whatever DATABASE_URL says') }, async (t) => {
   const dir = tempDir(t, 'cli-store-')
   const cli = cliFor({ DATABASE_URL: `pglite://${dir}`, LOG_LEVEL: 'silent' })
   t.equal((await cli('migrate')).code, 0)
@@ -318,7 +319,7 @@ t.test('ttl parsing', async (t) => {
   for (const bad of ['0', '0h', '1w', '1.5h', 'h', '', '-1', '366d', '99999999999']) t.throws(() => parseTtl(bad), bad)
 })
 
-t.test('the real command line, as a child process', async (t) => {
+t.test('the real command line, as a child process', { skip: pgliteRunOnly('an embedded store in a folder of its own, whatever DATABASE_URL says') }, async (t) => {
   const dir = tempDir(t, 'cli-process-')
   const cwd = new URL('..', import.meta.url).pathname
   const env = { ...process.env, DATABASE_URL: `pglite://${dir}`, LOG_LEVEL: 'silent' }

@@ -3,6 +3,9 @@ import { join, resolve } from 'node:path'
 import t from 'tap'
 import { ConfigError, loadConfig, parseStorageUrl } from '../src/config.js'
 import { tempDir } from './helper.js'
+import { onceOnPGlite } from './support/onceOnPGlite.js'
+
+onceOnPGlite('configuration parsing reads no database')
 
 const SECRET = 'x'.repeat(32)
 const repositoryModel = new URL('../model.conf', import.meta.url).pathname

@@ -5,6 +5,9 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { tempDir } from './helper.js'
 import { freePort, repositoryRoot } from './support/serverProcess.js'
+import { onceOnPGlite } from './support/onceOnPGlite.js'
+
+onceOnPGlite('the image layout, started on pglite://memory whatever DATABASE_URL says')
 
 /**
  * Docker does not run where the tests run, so the image is checked in two

@@ -8,6 +8,9 @@ import t from 'tap'
 import { tempDir } from './helper.js'
 import { bash, shellBlock } from './support/readmeBlocks.js'
 import { startServer } from './support/serverProcess.js'
+import { onceOnPGlite } from './support/onceOnPGlite.js'
+
+onceOnPGlite("the README's blocks, run on pglite://memory whatever DATABASE_URL says")
 
 t.test('docs/getting-started.md "Calling the API with curl" runs top to bottom against a real server', async (t) => {
   const block = shellBlock('## Calling the API with curl', 'docs/getting-started.md')

@@ -12,6 +12,9 @@ import { runCli } from '../src/cli/run.js'
 import { TEST_SECRET, tempDir } from './helper.js'
 import { bash, documentPaths, documentText, shellBlock } from './support/readmeBlocks.js'
 import { processDatabase, repositoryRoot } from './support/serverProcess.js'
+import { onceOnPGlite } from './support/onceOnPGlite.js'
+
+onceOnPGlite("the README's policy-file commands as printed")
 
 t.test('docs/policy-and-model.md "Policy as a file": the export and import commands, as printed', async (t) => {
   const redirected = documentPaths().flatMap((path) =>

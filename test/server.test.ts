@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { openPostgres } from '../src/storage/pg.js'
 import { postgresUrl } from './helper.js'
+import { pgliteRunOnly } from './support/onceOnPGlite.js'
 
 /** The real runner in its own process: start-up and the first admin, HTTP over a socket, logs, and SIGTERM finishing in-flight requests before exit 0. */
 
@@ -243,7 +244,7 @@ t.test('the real server: bootstrap, login over HTTP, request ids, redacted logs,
   }
 })
 
-t.test('the first-start password reaches stderr whatever LOG_LEVEL says', async (t) => {
+t.test('the first-start password reaches stderr whatever LOG_LEVEL says', { skip: pgliteRunOnly('an embedded store in a folder of its own') }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'aps-first-quiet-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const quiet = await startServer(t, { DATABASE_URL: `pglite://${dir}`, LOG_LEVEL: 'error' })
@@ -256,7 +257,7 @@ t.test('the first-start password reaches stderr whatever LOG_LEVEL says', async 
   t.equal(await quiet.exited, 0)
 })
 
-t.test('first start on an empty embedded store prints the first admin once', async (t) => {
+t.test('first start on an empty embedded store prints the first admin once', { skip: pgliteRunOnly('an embedded store in a folder of its own') }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'aps-first-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const env = { DATABASE_URL: `pglite://${dir}` }
@@ -302,7 +303,7 @@ t.test('on PostgreSQL nothing is created implicitly', { skip: postgresUrl === un
   t.equal(await server.exited, 0)
 })
 
-t.test('a start with bad configuration stops with a clear message and no stack trace', async (t) => {
+t.test('a start with bad configuration stops with a clear message and no stack trace', { skip: pgliteRunOnly('configuration refused before any database') }, async (t) => {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
     cwd: repositoryRoot,
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'mysql://nope', LOG_LEVEL: 'silent' },

@@ -7,6 +7,9 @@ import { spawn } from 'node:child_process'
 import t from 'tap'
 import { repositoryRoot } from '../support/serverProcess.js'
 import { tempDir } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('an embedded store in a folder of its own, whatever DATABASE_URL says')
 
 t.test('the size cap holds while reading: a pipe is read no further than one byte past it', async (t) => {
   const dir = tempDir(t)

@@ -5,6 +5,9 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { chromium } from 'playwright-core'
 import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
 import { processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite("the console's pages in a browser; the routes behind them run on both back ends in the HTTP tests")
 
 /**
  * The admin console in headless Chromium against a running service: each

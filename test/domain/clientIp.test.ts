@@ -1,5 +1,8 @@
 import t from 'tap'
 import { clientAddress, normaliseIp, parseProxyTrust, type ProxyTrust } from '../../src/domain/clientIp.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('a pure domain rule')
 
 /** Which address is the client's: the rightmost one that no trusted proxy wrote. */
 

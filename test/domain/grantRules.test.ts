@@ -13,6 +13,9 @@ import {
   type GrantCheck,
 } from '../../src/domain/grantRules.js'
 import { outcome } from '../support/ruleOutcome.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 const T = Date.parse('2030-01-01T12:00:00Z')
 

@@ -1,5 +1,8 @@
 import t from 'tap'
 import { ACCOUNT_CEILING_FACTOR, judgeAttempt, loginLimits, type RecentFailures } from '../../src/domain/loginLimits.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('a pure domain rule')
 
 /** When a password check is admitted: per address, then per account unless the network is known. */
 

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { MEASURE_QUESTIONS, describeDecisionCost, measureDecisionCost } from '../../src/engine/decisionCost.js'
 import { PermissionEngine } from '../../src/engine/engine.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the engine in memory')
 
 const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
 const swapped = shipped.replace('r.obj == p.obj && r.act == p.act', 'r.act == p.act && r.obj == p.obj')

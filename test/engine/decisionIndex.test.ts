@@ -1,5 +1,8 @@
 import t from 'tap'
 import { DecisionIndex } from '../../src/engine/decisionIndex.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the decision index in memory')
 
 t.test('the index answers as model.conf reads', async (t) => {
   const index = DecisionIndex.build(

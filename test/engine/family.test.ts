@@ -19,6 +19,9 @@ import { permissionHolders, type AccountSource } from '../../src/engine/holders.
 import { previewChanges, roleReach } from '../../src/engine/preview.js'
 import { checkPermissions } from '../../src/commands/permissionQueries.js'
 import type { Account } from '../../src/domain/principals.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the engine in memory')
 
 const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
 const SHIPPED_MATCHER = 'r.obj == p.obj && r.act == p.act && ((g(r.sub, p.sub, r.dom) && (p.dom == r.dom || p.dom == "global")) || (g(r.sub, p.sub, "global") && p.dom == "global"))'

@@ -4,6 +4,9 @@ import { join } from 'node:path'
 import t from 'tap'
 import { DECISION_CACHE_LIMIT } from '../../src/engine/engine.js'
 import { buildTestApp, buildTestService, onboard, register } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the decision hot path in memory')
 
 t.test('the check path answers from memory: it still works with the database gone', async (t) => {
   const ta = await buildTestApp(t)

@@ -2,6 +2,9 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { OverrideExpiries } from '../../src/engine/overrideExpiries.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('override expiry timers in memory')
 
 type Step = { op: 'set'; user: number; effect: 'allow' | 'deny'; at: number } | { op: 'clear'; user: number; effect: 'allow' | 'deny' } | { op: 'take'; now: number }
 

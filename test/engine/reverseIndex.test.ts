@@ -1,6 +1,9 @@
 import t from 'tap'
 import { DecisionIndex } from '../../src/engine/decisionIndex.js'
 import { holderOrder, sortedPage, type Holder } from '../../src/engine/holders.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the reverse index in memory')
 
 const build = () =>
   DecisionIndex.build(

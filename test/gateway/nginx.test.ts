@@ -20,6 +20,9 @@ import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
 import { AMBIGUOUS_PATHS } from '../support/ambiguousPaths.js'
 import { sendRaw as send } from '../support/rawRequest.js'
 import { freePort, processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the nginx gateway in front of the service')
 
 const run = promisify(execFile)
 const NGINX_CONF = join(repositoryRoot, 'gateway', 'nginx.conf')

@@ -11,6 +11,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { buildTestApp, testConfig } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('connection caps and request timeouts')
 
 /** Everything read off a connection until it closed, and how it ended. */
 interface Outcome {

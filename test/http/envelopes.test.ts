@@ -1,6 +1,9 @@
 import t from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, buildTestApp, onboard, register, type CallOptions } from '../helper.js'
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('response envelopes')
 
 /** The success and error envelopes (`001` and data, or a code other than `001` with a localised text), and which status answers what. */
 

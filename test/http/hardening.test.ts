@@ -8,6 +8,9 @@ import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { buildTestApp, onboard, register, type TestApp } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('security headers and request hardening')
 
 function expectError(t: Test, res: LightMyRequestResponse, status: number, code: string, field?: string): void {
   t.equal(res.statusCode, status, `status ${status}: ${res.body}`)

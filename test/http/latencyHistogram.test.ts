@@ -2,6 +2,9 @@
 import t from 'tap'
 import { Histogram, Registry, type Metric } from 'prom-client'
 import { LatencyHistogram } from '../../src/http/latencyHistogram.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('an in-memory histogram')
 
 const BOUNDS = [0.001, 0.01, 0.1, 1]
 const NAME = 'aps_test_seconds'

@@ -6,6 +6,9 @@ import { errorTable } from '../../src/domain/errors.js'
 import { createLocalizer, errorTexts } from '../../src/http/i18n/index.js'
 import { TEST_SECRET, buildTestApp, freshDatabase, onboard, type TestApp } from '../helper.js'
 import { nowSeconds, sign } from '../support/jwt.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('locale negotiation and texts')
 
 /** Localisation: lang > Accept-Language > DEFAULT_LOCALE; unknown locales fall through. */
 

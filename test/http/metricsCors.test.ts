@@ -4,6 +4,9 @@
  */
 import t from 'tap'
 import { buildTestApp, onboard, register } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('metrics and CORS headers')
 
 /** One sample's value from Prometheus' text format, by its name and exact label set. */
 function sample(text: string, series: string): number | undefined {

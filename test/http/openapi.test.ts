@@ -15,6 +15,9 @@ import { GENERATED_FILES, generateFiles } from '../../src/http/openapi/generate.
 import { swaggerOptions } from '../../src/http/openapi/index.js'
 import { OPERATIONS } from '../../src/http/openapi/operations.js'
 import { buildTestApp, onboard, register, tempDir } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the OpenAPI document')
 
 /**
  * The OpenAPI document tells the truth: openapi.json, docs/api.md and

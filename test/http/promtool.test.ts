@@ -8,6 +8,9 @@
 import { spawn, spawnSync } from 'node:child_process'
 import t from 'tap'
 import { buildTestApp, onboard, register } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the metrics text format')
 
 const PROMTOOL_TIMEOUT_MS = 30_000
 

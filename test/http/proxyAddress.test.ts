@@ -1,5 +1,8 @@
 import t, { type Test } from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, buildTestApp, freshDatabase, type TestApp } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the client address behind proxies')
 
 /** Behind proxies, the client's address is the one the trusted proxies saw; only IP addresses are stored. */
 

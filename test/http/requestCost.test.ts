@@ -17,6 +17,9 @@ import { createFastify } from '../../src/http/fastifyOptions.js'
 import { MAX_FIELD_ERRORS } from '../../src/http/validation.js'
 import { buildTestApp } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('request shapes refused before any handler')
 
 /** The event loop's cost budget of one request. */
 const BUDGET_MS = 20

@@ -13,6 +13,7 @@ import { buildWithRetry, databaseUnreachable } from '../../src/http/startupRetry
 import { EXIT_FORCED, forceAfterMs } from '../../src/http/shutdown.js'
 import { postgresUrl, tempDir, testConfig } from '../helper.js'
 import { LOG_LEVELS, freePort, processDatabase, startServer, type LogLine, type ServerProcess } from '../support/serverProcess.js'
+import { pgliteRunOnly } from '../support/onceOnPGlite.js'
 import { startTcpProxy } from '../support/tcpProxy.js'
 
 /** SIGTERM, SIGINT and start-up of the real runner, in processes of its own. */
@@ -342,7 +343,7 @@ t.test('SIGINT, twice as a Ctrl-C under npm sends it: the request in flight is a
   t.equal(rows.rowCount, 1, 'the answered write is committed')
 })
 
-t.test('SIGTERM to `npm start` stops the server: the port is free and no process is left', async (t) => {
+t.test('SIGTERM to `npm start` stops the server: the port is free and no process is left', { skip: pgliteRunOnly('an embedded store in a folder of its own, whatever DATABASE_URL says') }, async (t) => {
   // The embedded store whatever the suite runs on: this is how the README's first command starts the service.
   const dir = tempDir(t, 'aps-npm-')
   const server = await startServer(t, { via: 'npm', name: 'npm start', env: { DATABASE_URL: `pglite://${dir}`, SHUTDOWN_TIMEOUT_MS: '5000' } })
@@ -362,7 +363,7 @@ t.test('SIGTERM to `npm start` stops the server: the port is free and no process
   t.ok(server.logs().some(isMsg(/^stopped in/)), 'the server logged its own stop')
 })
 
-t.test('start-up retries an unreachable database with backoff, then gives up', async (t) => {
+t.test('start-up retries an unreachable database with backoff, then gives up', { skip: pgliteRunOnly('an unreachable address, the same on both runs') }, async (t) => {
   const closedPort = await freePort()
   const server = await startServer(t, {
     waitUntilHealthy: false,
@@ -392,7 +393,7 @@ t.test('start-up retries an unreachable database with backoff, then gives up', a
   t.notOk(server.logs().some(isMsg(/service ready/)))
 })
 
-t.test('SIGTERM while start-up waits for the database ends the wait', async (t) => {
+t.test('SIGTERM while start-up waits for the database ends the wait', { skip: pgliteRunOnly('an unreachable address, the same on both runs') }, async (t) => {
   const closedPort = await freePort()
   const server = await startServer(t, {
     waitUntilHealthy: false,
@@ -423,7 +424,7 @@ t.test('start-up waits for a database that becomes reachable', { skip: postgresU
 })
 
 t.test('a start-up failure that is not the database being unreachable fails at once', async (t) => {
-  t.test('an embedded store another live process holds', async (t) => {
+  t.test('an embedded store another live process holds', { skip: pgliteRunOnly('an embedded store in a folder of its own') }, async (t) => {
     const dir = tempDir(t, 'aps-held-')
     // Just made, so as fresh as one a live holder keeps refreshing.
     mkdirSync(join(dir, 'aps.lock'))

@@ -1,5 +1,8 @@
 import t from 'tap'
 import { VerifiedTokenCache } from '../../src/http/plugins/tokenCache.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('an in-memory token cache')
 
 t.test('verified tokens are kept until they expire, within a bound', async (t) => {
   let now = 1_000_000

@@ -12,6 +12,9 @@ import app from '../../src/http/app.js'
 import { createFastify } from '../../src/http/fastifyOptions.js'
 import { buildTestApp } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('HTTP transport')
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** What a framework's own error body would show. */

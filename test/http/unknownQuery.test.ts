@@ -4,6 +4,9 @@ import type { HTTPMethods } from 'fastify'
 import app from '../../src/http/app.js'
 import { createFastify } from '../../src/http/fastifyOptions.js'
 import { ROOT_EMAIL, buildTestService } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('request shapes: query parameters')
 
 /** A query parameter a route does not declare is refused with 400 `100` naming it, on every route. */
 

@@ -15,6 +15,9 @@ import { AMBIGUOUS_PATHS } from '../support/ambiguousPaths.js'
 import { errorShapeProblems } from '../support/envelope.js'
 import { sendRaw, type RawAnswer } from '../support/rawRequest.js'
 import { LOG_LEVELS, processDatabase, startServer } from '../support/serverProcess.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('path normalisation before the route map')
 
 const ROUTES = [
   { method: 'GET', path: '/products/*', obj: 'products', act: 'read' },

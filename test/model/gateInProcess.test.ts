@@ -11,6 +11,9 @@ import { migrate } from '../../src/storage/migrate.js'
 import { insertRule } from '../../src/storage/policyRows.js'
 import { TEST_SECRET, freshDatabase, tempDir } from '../helper.js'
 import { repositoryRoot } from '../support/serverProcess.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the model gate, on pglite://memory whatever DATABASE_URL says')
 
 const shippedText = readFileSync(join(repositoryRoot, 'model.conf'), 'utf8')
 

@@ -31,6 +31,9 @@ import authentication from '../../src/http/plugins/authentication.js'
 import authorization from '../../src/http/plugins/authorization.js'
 import { deleteRule, insertRule } from '../../src/storage/policyRows.js'
 import { buildTestApp, onboard, register } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the decision index against enforce(), in memory')
 
 const SEED = 20261123
 const RUNS = Number(process.env.DIFFERENTIAL_RUNS ?? 10)

@@ -9,19 +9,13 @@ import t, { type Test } from 'tap'
 import type { Account } from '../../src/domain/principals.js'
 import { deleteOverride, setOverride } from '../../src/storage/overrides.js'
 import { backend, buildTestApp, freshDatabase, onboard, register, secondConnection, type TestApp } from '../helper.js'
+import { eventually } from '../support/eventually.js'
 import { ManualClock } from '../support/manualClock.js'
 
 const HOUR = 3_600_000
 
-/** Polls `condition` every 5 ms for up to a second (the bound within which every replica applies a change); true when it held. */
-async function within(condition: () => boolean | Promise<boolean>, ms = 1000): Promise<boolean> {
-  const start = Date.now()
-  for (;;) {
-    if (await condition()) return true
-    if (Date.now() - start > ms) return false
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
+/** Whether `condition` comes to hold (bounded polling: how soon a change applies is a benchmark's concern). */
+const within = (condition: () => boolean | Promise<boolean>): Promise<boolean> => eventually(condition)
 
 const iso = (clock: ManualClock, offsetMs: number) => new Date(clock.now() + offsetMs).toISOString()
 

@@ -8,6 +8,7 @@ import t, { type Test } from 'tap'
 import type { Account } from '../../src/domain/principals.js'
 import { holdsUntil } from '../../src/commands/permissionContext.js'
 import { buildTestApp, onboard, register, type TestApp } from '../helper.js'
+import { eventually } from '../support/eventually.js'
 import { ManualClock } from '../support/manualClock.js'
 
 const HOUR = 3_600_000
@@ -28,15 +29,8 @@ const allowed = async (ta: TestApp, user: Account, obj: string, act: string) => 
   return (res.json() as { data: { allowed: boolean } }).data.allowed
 }
 
-/** Polls `condition` every 5 ms for up to a second; true when it held. */
-async function within(condition: () => Promise<boolean>): Promise<boolean> {
-  const start = Date.now()
-  for (;;) {
-    if (await condition()) return true
-    if (Date.now() - start > 1000) return false
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
+/** Whether `condition` comes to hold (bounded polling, not a timed assertion). */
+const within = (condition: () => Promise<boolean>): Promise<boolean> => eventually(condition)
 
 function expect(t: Test, res: { statusCode: number; body: string; json(): unknown }, status: number, code: string | null, name: string): void {
   t.equal(res.statusCode, status, `${name}: ${res.body}`)

@@ -37,11 +37,12 @@ const check = async (ta: TestApp, query: string, token = ta.rootToken) => {
   return { status: res.statusCode, allowed: res.statusCode === 200 ? (res.json() as { data: { allowed: boolean } }).data.allowed : undefined, body: res.json() }
 }
 
+// Each subtest builds its own world (a fresh database and app) and grants
+// what it reads, so a subtest can run, fail or move alone.
 t.test('permission rules: effective sets per domain, tenancy, escalation and the catalog', async (t) => {
-  const w = await world(t)
-  const { ta } = w
-
   t.test('role endpoints default to global; a system owner may pick a merchant domain', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     const res = await grantRole(ta, 'support', { obj: 'orders', act: 'read' })
     t.equal(res.statusCode, 200)
     t.equal(res.json().data.domain, 'global')
@@ -55,6 +56,11 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('global role grants reach merchant users in their merchant and system-owner users everywhere', async (t) => {
+    const w = await world(t)
+    const { ta } = w
+    // What the checks below read: staff's global orders:read, the m1 clerks' orders:cancel.
+    await grantRole(ta, 'support', { obj: 'orders', act: 'read' })
+    await grantRole(ta, 'clerk', { obj: 'orders', act: 'cancel', domain: 'm1' })
     await grantRole(ta, 'clerk', { obj: 'products', act: 'read' })
     t.equal((await check(ta, 'obj=products&act=read', ta.tokenFor(w.m1Clerk))).allowed, true)
     t.equal((await check(ta, 'obj=products&act=read&domain=m2', ta.tokenFor(w.m1Clerk))).allowed, false, 'never outside its merchant')
@@ -67,6 +73,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('merchant callers are forced to their own merchant', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     const owner = ta.tokenFor(w.m1Owner)
     const res = await grantRole(ta, 'clerk', { obj: 'payouts', act: 'read', domain: 'm2' }, owner)
     t.equal(res.statusCode, 200)
@@ -80,6 +88,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('users outside the tenant are answered 404, like unknown ids', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     const owner = ta.tokenFor(w.m1Owner)
     for (const target of [w.m2Clerk.id, w.staff.id, ta.root.id, '00000000-0000-4000-8000-000000000000']) {
       const res = await userCommand(ta, 'grant', target, { obj: 'orders', act: 'read' }, owner)
@@ -93,6 +103,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('only active catalog pairs can be granted, denied or revoked', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     for (const res of [
       await grantRole(ta, 'clerk', { obj: 'rockets', act: 'launch' }),
       await revokeRole(ta, 'clerk', { obj: 'rockets', act: 'launch' }),
@@ -107,6 +119,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('root sub-roles and root users cannot receive grants', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     const res = await grantRole(ta, 'super_admin', { obj: 'orders', act: 'read' })
     t.equal(res.statusCode, 400)
     t.equal(res.json().response_code, '105')
@@ -116,6 +130,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test("a merchant user's overrides live only in its merchant", async (t) => {
+    const w = await world(t)
+    const { ta } = w
     for (const domain of ['m2', 'global']) {
       const res = await userCommand(ta, 'grant', w.m1Clerk.id, { obj: 'orders', act: 'read', domain })
       t.equal(res.statusCode, 400)
@@ -134,6 +150,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('deny beats every allow; revoke removes only the override', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     await grantRole(ta, 'support', { obj: 'payouts', act: 'read' })
     await userCommand(ta, 'grant', w.staff.id, { obj: 'payouts', act: 'read' })
     await userCommand(ta, 'deny', w.staff.id, { obj: 'payouts', act: 'read', domain: 'm1' })
@@ -153,6 +171,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('no privilege escalation: a non-root caller hands out only what it holds', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     // The m1 owner lets a manager assign, and the manager holds orders:read only.
     const owner = ta.tokenFor(w.m1Owner)
     const manager = await register(ta, { email: 'manager@m1.example', sub_role_code: 'manager' }, owner)
@@ -183,6 +203,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('no privilege escalation through registration either', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     const owner = ta.tokenFor(w.m1Owner)
     const hr = await register(ta, { email: 'hr@m1.example', sub_role_code: 'hr' }, owner)
     await grantRole(ta, 'hr', { obj: 'admin', act: 'register' }, owner)
@@ -208,6 +230,9 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('check: own answers with any token; others need permission:read', async (t) => {
+    const w = await world(t)
+    const { ta } = w
+    await userCommand(ta, 'grant', w.m1Clerk.id, { obj: 'orders', act: 'read' })
     const clerk = ta.tokenFor(w.m2Clerk)
     t.equal((await check(ta, 'obj=orders&act=read', clerk)).status, 200)
     const other = await check(ta, `obj=orders&act=read&user_id=${w.m1Clerk.id}`, clerk)
@@ -223,6 +248,9 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('check-batch answers in request order with resolved domains', async (t) => {
+    const w = await world(t)
+    const { ta } = w
+    await grantRole(ta, 'clerk', { obj: 'orders', act: 'cancel', domain: 'm1' })
     const res = await ta.call({
       method: 'POST',
       url: '/v2/authz/check-batch',
@@ -248,6 +276,8 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('bad identifiers are a 400, never a 500 or a match elsewhere', async (t) => {
+    const w = await world(t)
+    const { ta } = w
     const cases: Array<[string, Record<string, unknown>]> = [
       ['clerk', { obj: '*', act: 'read' }],
       ['clerk', { obj: 'orders', act: 'read', domain: '*' }],
@@ -268,6 +298,11 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
   })
 
   t.test('catalog and role listing shapes', async (t) => {
+    const w = await world(t)
+    const { ta } = w
+    // A clerk role with a global grant and one in m1.
+    await grantRole(ta, 'clerk', { obj: 'products', act: 'read' })
+    await grantRole(ta, 'clerk', { obj: 'orders', act: 'cancel', domain: 'm1' })
     const catalog = await ta.call({ method: 'GET', url: '/v2/admin/permissions/catalog' })
     t.equal(catalog.statusCode, 200)
     const items = catalog.json().data.items as Array<Record<string, unknown>>

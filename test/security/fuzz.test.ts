@@ -30,6 +30,9 @@ import { ROOT_EMAIL, TEST_SECRET, backend, buildTestApp, buildTestService, onboa
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
 import { nowSeconds, rawToken, sign } from '../support/jwt.js'
 import { apiRoutes, changedTables, cheapPasswords, declaredRoutes, fingerprint, type DeclaredRoute, type SchemaNode } from '../support/security.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('request shapes fuzzed over every route')
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261124)
 const RUNS_PER_ROUTE = Number(process.env.FUZZ_RUNS_PER_ROUTE ?? 150)

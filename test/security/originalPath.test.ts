@@ -7,6 +7,9 @@ import t from 'tap'
 import { normaliseOriginalPath } from '../../src/domain/originalPath.js'
 import { RouteMap } from '../../src/domain/routeMap.js'
 import { AMBIGUOUS_PATHS } from '../support/ambiguousPaths.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('a pure path rule')
 
 const routeMap = new RouteMap([
   { method: 'GET', path: '/', obj: 'dashboard', act: 'read' },

@@ -7,6 +7,9 @@ import tap from 'tap'
 import { runCli } from '../../src/cli/run.js'
 import { LOCK_LOST_EXIT_CODE, STORE_LOCK_TIMING, openPGlite } from '../../src/storage/pglite.js'
 import { tempDir } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite("PGlite's folder lock, on PGlite whatever DATABASE_URL says")
 
 // PGlite does not lock its folder and two openers corrupt it; these run on PGlite whatever DATABASE_URL says.
 

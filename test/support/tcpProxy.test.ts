@@ -5,6 +5,9 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { postgresUrl } from '../helper.js'
 import { startTcpProxy, type TcpProxy } from './tcpProxy.js'
+import { onceOnPGlite } from './onceOnPGlite.js'
+
+onceOnPGlite('a test support proxy')
 
 /** How long "nothing arrives" is watched for: far above loopback latency, small enough to keep cases quick. */
 const QUIET_MS = 300
