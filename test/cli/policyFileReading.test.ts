@@ -12,6 +12,9 @@ import { readPolicyFile } from '../../src/cli/modelCheck.js'
 import { runCli, type RunOptions } from '../../src/cli/run.js'
 import { parsePolicyCsv } from '../../src/domain/policyCsv.js'
 import { TEST_SECRET, backend, buildTestApp, onboard, postgresUrl, register, tempDir } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('how two commands read one file')
 
 interface Outcome {
   code: number

@@ -27,6 +27,9 @@ import {
   type Actor,
   type AuditEntry,
 } from '../../src/domain/audit.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 const admin: Actor = { id: 'a0000000-0000-4000-8000-000000000001', type: 'system_owner', ip: '203.0.113.7' }
 const merchantAdmin: Actor = { id: 'a0000000-0000-4000-8000-000000000002', type: 'merchant', ip: null }

@@ -4,6 +4,9 @@
  */
 import t from 'tap'
 import { ChainVerifier, GENESIS_HASH, rowHash, type ChainedContent, type ChainProblem, type StoredChainRow } from '../../src/domain/auditChain.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 function content(id: number): ChainedContent {
   return {

@@ -6,6 +6,9 @@
 import t from 'tap'
 import { planCatalogSync, type CatalogSyncPlan } from '../../src/domain/catalogSync.js'
 import type { CatalogEntry, PermissionDeclaration } from '../../src/domain/permissions.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 const declared = (obj: string, act: string, label = `${obj} ${act}`, group = 'G'): PermissionDeclaration => ({ obj, act, label, group })
 const stored = (obj: string, act: string, is_active = true, label = `${obj} ${act}`, group_name = 'G'): CatalogEntry => ({ obj, act, label, group_name, is_active })

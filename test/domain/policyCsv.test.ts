@@ -1,5 +1,8 @@
 import t from 'tap'
 import { compareRules, formatPolicyCsv, formatRule, parsePolicyCsv, readCsvLine, type CsvLine, type Rule } from '../../src/domain/policyCsv.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 const USER = '0b7e8a52-1c1d-4c39-9a55-7d0f6f0e2b11'
 

@@ -2,6 +2,9 @@ import t from 'tap'
 import type { Account } from '../../src/domain/principals.js'
 import { placeNewAdmin, type RegistrationPlacement, type RegistrationRequest } from '../../src/domain/registration.js'
 import { ROOT_SUB_ROLE, isRootAccount, isRootSubRole, rootRoleCodes, type RootRoles } from '../../src/domain/root.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 /** Root is what the is_root flag says: here `super_admin` and a second flagged role, never a name test. */
 const roots: RootRoles = { isRootRole: (code) => code === ROOT_SUB_ROLE || code === 'owner_root' }

@@ -6,6 +6,9 @@ import t from 'tap'
 import { canReachAccount, homeDomain, type Account } from '../../src/domain/principals.js'
 import { assertOverrideDomain, assertReachable, forcedDomain, roleDomain, userDomain } from '../../src/domain/tenancy.js'
 import { outcome } from '../support/ruleOutcome.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('pure domain rules')
 
 type Tenant = Pick<Account, 'principal_type' | 'merchant_id'>
 const owner: Tenant = { principal_type: 'system_owner', merchant_id: null }
