@@ -1,7 +1,7 @@
 import type { Config, StorageConfig } from './config.js'
 import { bootstrapSystemOwner, createFirstAdmin } from './commands/bootstrap.js'
 import type { CommandContext } from './commands/context.js'
-import { OverrideExpiry } from './commands/overrideExpiry.js'
+import { OverrideExpiry } from './commands/sweepExpiredOverrides.js'
 import { syncCatalog } from './commands/syncCatalog.js'
 import { WriteQueue } from './commands/writeQueue.js'
 import { systemClock, type Clock } from './domain/clock.js'

@@ -1,4 +1,4 @@
-import { resetPassword } from '../commands/passwords.js'
+import { resetPassword } from '../commands/replacePassword.js'
 import type { CliContext } from './commands.js'
 import { CliFailure, withService } from './commands.js'
 import { parseOptions } from './inputs.js'

@@ -33,7 +33,7 @@ import { currentRevision } from '../storage/revision.js'
 import { readStoredPolicy } from '../storage/storedPolicy.js'
 import { ensureSubRole } from '../storage/subRoles.js'
 import type { CommandContext } from './context.js'
-import { overrideExpired } from './overrideExpiry.js'
+import { overrideExpired } from './sweepExpiredOverrides.js'
 import { assertDomainExists } from './permissionContext.js'
 
 /** A policy file larger than this is refused before it is read (about 100,000 lines). */

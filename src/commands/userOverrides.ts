@@ -7,7 +7,7 @@ import { deleteOverride, setOverride, type Effect, type OverrideWrite } from '..
 import type { AccessPreview } from '../engine/preview.js'
 import { previewUserOverride, type DryRun } from './accessReview.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
-import { overrideExpired } from './overrideExpiry.js'
+import { overrideExpired } from './sweepExpiredOverrides.js'
 import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 import { isRootAccount } from '../domain/root.js'

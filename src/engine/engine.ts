@@ -7,7 +7,7 @@ import { DecisionIndex, nextStamp, type IndexedRule, type RuleChange } from './d
 import { explained, type Explanation } from './explain.js'
 import { withRowsChanged } from './overlay.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
-import { OverrideExpiries } from './overrideExpiries.js'
+import { OverrideExpiries } from './overrideExpiryQueue.js'
 import { CandidateIndex } from './candidateIndex.js'
 import { CompiledModel, type RoleFunction } from './compiledModel.js'
 import { analyseMatcher } from './matcherAnalysis.js'
@@ -47,7 +47,7 @@ export type PolicyView = Pick<DecisionIndex, 'allowersOf' | 'allows' | 'hasPolic
 type Catalog = Map<string, Map<string, CatalogEntry>>
 
 /** One loaded policy: Casbin's enforcer and the index built from the same rows. Swapped whole on reload. */
-interface Snapshot {
+interface LoadedPolicy {
   enforcer: Enforcer
   index: DecisionIndex
   /** Decisions of enforce() when the model is not one the index understands; cleared on every change. */
@@ -138,7 +138,7 @@ export class PermissionEngine {
   private expiryWatcher: (() => void) | null = null
 
   private constructor(
-    private snapshot: Snapshot,
+    private loaded: LoadedPolicy,
     private readonly modelText: string,
     readonly mode: DecisionMode,
     private rootRoles: Set<string>,
@@ -149,24 +149,24 @@ export class PermissionEngine {
   /** `now` is the clock expiries are read against (a test's clock, or the system's). */
   static async load(db: Queryable, modelText: string, state: EngineState, now: () => number = Date.now): Promise<PermissionEngine> {
     const mode = modeOf(parseModel(modelText))
-    const snapshot = await PermissionEngine.loadSnapshot(db, modelText, mode, now())
-    return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
+    const loaded = await PermissionEngine.loadPolicy(db, modelText, mode, now())
+    return new PermissionEngine(loaded, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
   }
 
   /** An engine over rules already in memory (a policy file, a decisions file's policy): the decisions the service would take on them. */
   static async fromRules(modelText: string, rules: PolicyRules, state: EngineState = { rootRoles: [], catalog: [] }): Promise<PermissionEngine> {
     const mode = modeOf(parseModel(modelText))
-    const snapshot = await PermissionEngine.snapshotFrom(new RulesAdapter(rules), new OverrideExpiries(), modelText, mode)
-    return new PermissionEngine(snapshot, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), Date.now)
+    const loaded = await PermissionEngine.loadedPolicyFrom(new RulesAdapter(rules), new OverrideExpiries(), modelText, mode)
+    return new PermissionEngine(loaded, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), Date.now)
   }
 
-  private static async loadSnapshot(db: Queryable, modelText: string, mode: DecisionMode, now: number): Promise<Snapshot> {
+  private static async loadPolicy(db: Queryable, modelText: string, mode: DecisionMode, now: number): Promise<LoadedPolicy> {
     const expiries = new OverrideExpiries()
     const adapter = new StorageAdapter(db, { now, onExpiring: (values, at) => expiries.set(values, at) })
-    return PermissionEngine.snapshotFrom(adapter, expiries, modelText, mode)
+    return PermissionEngine.loadedPolicyFrom(adapter, expiries, modelText, mode)
   }
 
-  private static async snapshotFrom(adapter: Adapter, expiries: OverrideExpiries, modelText: string, mode: DecisionMode): Promise<Snapshot> {
+  private static async loadedPolicyFrom(adapter: Adapter, expiries: OverrideExpiries, modelText: string, mode: DecisionMode): Promise<LoadedPolicy> {
     const enforcer = await newEnforcer(parseModel(modelText), adapter)
     enforcer.enableAutoSave(false)
     const model = enforcer.getModel().model
@@ -196,8 +196,8 @@ export class PermissionEngine {
 
   /** Builds a new enforcer and index off to the side and swaps them in at once: no check sees a partial policy. */
   async reload(db: Queryable, state: EngineState): Promise<void> {
-    const snapshot = await PermissionEngine.loadSnapshot(db, this.modelText, this.mode, this.now())
-    this.snapshot = snapshot
+    const loaded = await PermissionEngine.loadPolicy(db, this.modelText, this.mode, this.now())
+    this.loaded = loaded
     this.rootRoles = new Set(state.rootRoles)
     this.catalog = PermissionEngine.catalogMap(state.catalog)
     this.expiryWatcher?.()
@@ -210,17 +210,17 @@ export class PermissionEngine {
 
   /** The soonest instant at which a loaded override stops counting, or null. */
   nextExpiry(): number | null {
-    return this.snapshot.expiries.next()
+    return this.loaded.expiries.next()
   }
 
   /** When this user's override of the pair in `domain` stops counting; null when it does not expire (or is not there). */
   overrideExpiresAt(userId: string, domain: string, obj: string, act: string): number | null {
-    return this.snapshot.expiries.at(userId, domain, obj, act)
+    return this.loaded.expiries.at(userId, domain, obj, act)
   }
 
   /** Takes every override whose instant has passed out of the decisions; returns their rows. */
   async expireDue(): Promise<Array<readonly string[]>> {
-    const due = this.snapshot.expiries.takeDue(this.now())
+    const due = this.loaded.expiries.takeDue(this.now())
     for (const values of due) await this.removeRule('p', values)
     return due
   }
@@ -258,12 +258,12 @@ export class PermissionEngine {
    * What was worked out from the policy at one generation holds while it lasts.
    */
   get generation(): number {
-    return Math.max(this.settingsStamp, this.snapshot.index.stamp)
+    return Math.max(this.settingsStamp, this.loaded.index.stamp)
   }
 
   /** Casbin alone (a linear scan of the policy): for the differential test and tools, never on a request path. */
   enforce(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.snapshot.enforcer.enforceSync(subjectId, domain, obj, act)
+    return this.loaded.enforcer.enforceSync(subjectId, domain, obj, act)
   }
 
   /**
@@ -272,7 +272,7 @@ export class PermissionEngine {
    * tenant, root or catalog rule.
    */
   uncachedModelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.snapshot.cache === null ? this.snapshot.index.allowed(subjectId, domain, obj, act) : this.narrowedEnforce(subjectId, domain, obj, act, false)[0]
+    return this.loaded.cache === null ? this.loaded.index.allowed(subjectId, domain, obj, act) : this.narrowedEnforce(subjectId, domain, obj, act, false)[0]
   }
 
   /**
@@ -285,12 +285,12 @@ export class PermissionEngine {
    * the whole list. Other modes: the whole list.
    */
   private narrowedEnforce(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, readonly string[]] {
-    const { enforcer, narrowing } = this.snapshot
+    const { enforcer, narrowing } = this.loaded
     const assertion = enforcer.getModel().model.get('p')?.get('p')
     // An empty list is read by Casbin otherwise (the matcher over empty fields): asked of Casbin, at no cost.
     if (narrowing === null || assertion === undefined || assertion.policy.length === 0) return this.casbin(subjectId, domain, obj, act, explain)
     const request = [subjectId, domain, obj, act]
-    const rows = narrowing.index.candidates(request, this.snapshot.index)
+    const rows = narrowing.index.candidates(request, this.loaded.index)
     if (rows.length === 0) return [narrowing.noMatch, []]
     if (narrowing.compiled !== null) {
       const [allowed, row] = narrowing.compiled.decide(request, rows)
@@ -307,19 +307,19 @@ export class PermissionEngine {
 
   /** Casbin's enforce, or enforceEx when the row is asked for. */
   private casbin(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, readonly string[]] {
-    const { enforcer } = this.snapshot
+    const { enforcer } = this.loaded
     return explain ? enforcer.enforceExSync(subjectId, domain, obj, act) : [enforcer.enforceSync(subjectId, domain, obj, act), []]
   }
 
   /** The loaded policy's rows (p rows with the overrides, g rows): live, read only. */
   get loadedRules(): { readonly p: readonly (readonly string[])[]; readonly g: readonly (readonly string[])[] } {
-    const model = this.snapshot.enforcer.getModel().model
+    const model = this.loaded.enforcer.getModel().model
     return { p: model.get('p')?.get('p')?.policy ?? [], g: model.get('g')?.get('g')?.policy ?? [] }
   }
 
   /** The model's answer without tenant, root or catalog rules: the index, or cached enforce() for other models. */
   private modelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    const { index, cache } = this.snapshot
+    const { index, cache } = this.loaded
     if (cache === null) return index.allowed(subjectId, domain, obj, act)
     const key = `${subjectId}\u0000${domain}\u0000${pairKey(obj, act)}`
     let answer = cache.get(key)
@@ -370,7 +370,7 @@ export class PermissionEngine {
   explain(subject: Subject, domain: string, obj: string, act: string): Explanation {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
     if (settled !== null) return { allowed: settled.allowed, reason: { kind: settled.reason.kind } }
-    const { index, cache } = this.snapshot
+    const { index, cache } = this.loaded
     if (cache === null) return explained(subject.id, index.allowed(subject.id, domain, obj, act), index.decidingRule(subject.id, domain, obj, act))
     const [allowed, rule] = this.narrowedEnforce(subject.id, domain, obj, act, true)
     return explained(subject.id, allowed, rule.length > 0 ? [...rule] : null)
@@ -386,7 +386,7 @@ export class PermissionEngine {
   decideAfter(subject: Subject, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
     if (settled !== null) return settled.allowed
-    const { enforcer, index, cache } = this.snapshot
+    const { enforcer, index, cache } = this.loaded
     if (cache === null) return index.allowedAfter(subject.id, domain, obj, act, changes)
     return withRowsChanged(enforcer.getModel(), changes, () => enforcer.enforceSync(subject.id, domain, obj, act))
   }
@@ -396,12 +396,12 @@ export class PermissionEngine {
 
   /** The loaded policy's reverse look-ups, for holders and previews (read only). */
   get policy(): PolicyView {
-    return this.snapshot.index
+    return this.loaded.index
   }
 
   /** The allow/deny rows of one subject (a sub-role code or a user id) in the given domains. */
   rulesOf(subject: string, domains: readonly string[]): IndexedRule[] {
-    return this.snapshot.index.rulesOf(subject, domains)
+    return this.loaded.index.rulesOf(subject, domains)
   }
 
   /**
@@ -413,7 +413,7 @@ export class PermissionEngine {
    */
   private heldByIndex(ptype: 'p' | 'g', values: readonly string[]): boolean | undefined {
     if (this.mode !== 'index') return undefined
-    const { enforcer, index } = this.snapshot
+    const { enforcer, index } = this.loaded
     const held = ptype === 'p' ? index.hasPolicy(values) : index.hasGrouping(values)
     return held ?? hasRow(enforcer.getModel(), ptype, values)
   }
@@ -429,7 +429,7 @@ export class PermissionEngine {
     }
     await this.addRuleRow(ptype, values)
     if (ptype !== 'p') return
-    const { expiries } = this.snapshot
+    const { expiries } = this.loaded
     if (expiresAt === null) {
       expiries.clear(values)
       return
@@ -439,7 +439,7 @@ export class PermissionEngine {
   }
 
   private async addRuleRow(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
-    const { enforcer, index, cache, narrowing } = this.snapshot
+    const { enforcer, index, cache, narrowing } = this.loaded
     const held = this.heldByIndex(ptype, values)
     if (held === true) return
     if (held === false) {
@@ -456,7 +456,7 @@ export class PermissionEngine {
   }
 
   async removeRule(ptype: 'p' | 'g', values: readonly string[]): Promise<void> {
-    const { enforcer, index, cache, expiries, narrowing } = this.snapshot
+    const { enforcer, index, cache, expiries, narrowing } = this.loaded
     if (ptype === 'p' && expiries.size > 0) expiries.clear(values)
     const held = this.heldByIndex(ptype, values)
     if (held === false) return

@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import type { Caller } from '../../src/commands/context.js'
-import { grantRolePermission, revokeRolePermission } from '../../src/commands/grantRolePermission.js'
+import { grantRolePermission, revokeRolePermission } from '../../src/commands/changeRolePermission.js'
 import { syncCatalog } from '../../src/commands/syncCatalog.js'
 import { revokeUserPermission, setUserPermission } from '../../src/commands/userOverrides.js'
 import type { Service } from '../../src/compose.js'

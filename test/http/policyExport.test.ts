@@ -3,7 +3,7 @@
  * `policy export`, for system-owner super_admins only.
  */
 import t from 'tap'
-import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
+import { grantRolePermission } from '../../src/commands/changeRolePermission.js'
 import { exportPolicy } from '../../src/commands/exportPolicy.js'
 import { backend, buildTestApp, onboard, register } from '../helper.js'
 

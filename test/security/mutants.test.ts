@@ -15,7 +15,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import type { Caller } from '../../src/commands/context.js'
-import { grantRolePermission, revokeRolePermission } from '../../src/commands/grantRolePermission.js'
+import { grantRolePermission, revokeRolePermission } from '../../src/commands/changeRolePermission.js'
 import { onboardMerchant } from '../../src/commands/onboardMerchant.js'
 import { registerAdmin } from '../../src/commands/registerAdmin.js'
 import { revokeUserPermission, setUserPermission } from '../../src/commands/userOverrides.js'

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildService } from '../../src/compose.js'
-import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
+import { grantRolePermission } from '../../src/commands/changeRolePermission.js'
 import { login } from '../../src/commands/login.js'
 import { loginLimits } from '../../src/domain/loginLimits.js'
 import { migrate } from '../../src/storage/migrate.js'

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../src/storage/db.js'
-import { grantRolePermission } from '../../src/commands/grantRolePermission.js'
+import { grantRolePermission } from '../../src/commands/changeRolePermission.js'
 import { onboard, type TestApp } from '../helper.js'
 
 /** Everything an import may write. */

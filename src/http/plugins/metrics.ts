@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import { ServiceError } from '../../domain/errors.js'
-import type { ServiceMetrics } from '../metrics.js'
+import type { ServiceMetrics } from '../serviceMetrics.js'
 import { BEARER_PREFIX, asArray, isBearer } from './authentication.js'
 
 export interface MetricsOptions {

@@ -6,7 +6,7 @@ import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../../domain/identifier
 import { ServiceError } from '../../domain/errors.js'
 import { normaliseOriginalPath, type PathAmbiguity } from '../../domain/originalPath.js'
 import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
-import type { ServiceMetrics } from '../metrics.js'
+import type { ServiceMetrics } from '../serviceMetrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'

@@ -1,7 +1,7 @@
 /** The expiry heap against a plain list: whatever the order of sets, clears and takes, the same overrides come out at the same instants. */
 import t from 'tap'
 import fc from 'fast-check'
-import { OverrideExpiries } from '../../src/engine/overrideExpiries.js'
+import { OverrideExpiries } from '../../src/engine/overrideExpiryQueue.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
 onceOnPGlite('override expiry timers in memory')
