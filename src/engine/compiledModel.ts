@@ -1,5 +1,6 @@
 import expressionEval from '@casbin/expression-eval'
 import { DefaultEffector, Effect, FunctionMap, Util, type Model } from 'casbin'
+import type { MatcherNode } from './matcherAnalysis.js'
 
 /** A role function as the matcher calls it (Casbin's g, g2, ...). */
 export type RoleFunction = (...args: unknown[]) => boolean
@@ -24,17 +25,7 @@ const BINARY: Record<string, (a: unknown, b: unknown) => unknown> = {
   '||': (a, b) => a || b,
 }
 
-interface Node {
-  type: string
-  operator?: string
-  left?: Node
-  right?: Node
-  argument?: Node
-  name?: string
-  value?: unknown
-  callee?: Node
-  arguments?: Node[]
-}
+type Node = MatcherNode
 
 /**
  * One node of the matcher's tree as a closure, evaluated as

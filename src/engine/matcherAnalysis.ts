@@ -24,25 +24,25 @@ export interface Alternative {
 /** Alternatives beyond this many: the matcher is not narrowed (the disjunctive form grows with every `||`). */
 const MAX_ALTERNATIVES = 64
 
-// jsep's node shapes, as far as they are read here.
-interface Node {
+/** jsep's node shapes (the tree Casbin's expression parser gives), as far as they are read here and by compiledModel.ts. */
+export interface MatcherNode {
   type: string
   operator?: string
-  left?: Node
-  right?: Node
-  argument?: Node
+  left?: MatcherNode
+  right?: MatcherNode
+  argument?: MatcherNode
   name?: string
   value?: unknown
-  callee?: Node
-  arguments?: Node[]
-  object?: Node
+  callee?: MatcherNode
+  arguments?: MatcherNode[]
+  object?: MatcherNode
 }
 
 /** The matcher as a disjunction of conjunctions of atoms; null beyond MAX_ALTERNATIVES. */
-function disjunctiveForm(node: Node): Node[][] | null {
+function disjunctiveForm(node: MatcherNode): MatcherNode[][] | null {
   if ((node.type === 'LogicalExpression' || node.type === 'BinaryExpression') && (node.operator === '||' || node.operator === '&&')) {
-    const left = disjunctiveForm(node.left as Node)
-    const right = disjunctiveForm(node.right as Node)
+    const left = disjunctiveForm(node.left as MatcherNode)
+    const right = disjunctiveForm(node.right as MatcherNode)
     if (left === null || right === null) return null
     const out = node.operator === '||' ? [...left, ...right] : left.flatMap((l) => right.map((r) => [...l, ...r]))
     return out.length > MAX_ALTERNATIVES ? null : out
@@ -50,13 +50,13 @@ function disjunctiveForm(node: Node): Node[][] | null {
   return [[node]]
 }
 
-const fieldOf = (node: Node | undefined, prefix: 'r' | 'p'): Field | null => {
+const fieldOf = (node: MatcherNode | undefined, prefix: 'r' | 'p'): Field | null => {
   if (node?.type !== 'Identifier' || typeof node.name !== 'string' || !node.name.startsWith(`${prefix}_`)) return null
   const field = node.name.slice(2)
   return (REQUEST_FIELDS as readonly string[]).includes(field) ? (field as Field) : null
 }
 
-const pinOf = (node: Node | undefined): Pin | null => {
+const pinOf = (node: MatcherNode | undefined): Pin | null => {
   const field = fieldOf(node, 'r')
   if (field !== null) return { from: 'request', field }
   if (node?.type === 'Literal' && typeof node.value === 'string') return { from: 'literal', value: node.value }
@@ -64,7 +64,7 @@ const pinOf = (node: Node | undefined): Pin | null => {
 }
 
 /** Every identifier of the tree: a request attribute the API does not send makes the matcher one the analysis leaves alone. */
-function identifiers(node: Node, into: string[] = []): string[] {
+function identifiers(node: MatcherNode, into: string[] = []): string[] {
   if (node.type === 'Identifier' && typeof node.name === 'string') into.push(node.name)
   if (node.type === 'MemberExpression') into.push('<member>')
   for (const child of [node.left, node.right, node.argument, node.callee, node.object, ...(node.arguments ?? [])]) {
@@ -73,7 +73,7 @@ function identifiers(node: Node, into: string[] = []): string[] {
   return into
 }
 
-function alternative(atoms: Node[]): Alternative | null {
+function alternative(atoms: MatcherNode[]): Alternative | null {
   let subject: Alternative['subject'] | null = null
   const pins: Alternative['pins'] = {}
   for (const atom of atoms) {
@@ -118,10 +118,10 @@ export function analyseMatcher(model: Model): Alternative[] | null {
   // Rows are keyed by place: the fields must be the ones the API sends, in its order.
   const tokens = (sec: string) => model.model.get(sec)?.get(sec)?.tokens.join() ?? ''
   if (tokens('r') !== 'r_sub,r_dom,r_obj,r_act' || tokens('p') !== 'p_sub,p_dom,p_obj,p_act,p_eft') return null
-  let tree: Node
+  let tree: MatcherNode
   try {
     // The package is CommonJS: its named exports reach ESM only through the default one.
-    tree = expressionEval.parse(text) as unknown as Node
+    tree = expressionEval.parse(text) as unknown as MatcherNode
   } catch {
     return null
   }

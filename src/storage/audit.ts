@@ -1,5 +1,5 @@
 import type { AuditEntry } from '../domain/audit.js'
-import { rowHash, type StoredChainRow } from '../domain/auditChain.js'
+import { rowHash, type ChainedContent, type StoredChainRow } from '../domain/auditChain.js'
 import type { Queryable } from './db.js'
 
 /**
@@ -44,18 +44,9 @@ export interface AuditFilter {
   merchant_id?: string | undefined
 }
 
-export interface AuditItem {
+/** A row of the audit log as listed: the chained columns but the merchant, with its sequence number as id. */
+export interface AuditItem extends Omit<ChainedContent, 'id' | 'merchant_id'> {
   id: number
-  action: string
-  target_type: string
-  target_id: string
-  obj: string | null
-  act: string | null
-  domain: string | null
-  actor_id: string
-  actor_type: string
-  ip: string | null
-  created_at: Date
 }
 
 function where(filter: AuditFilter): { sql: string; params: unknown[] } {

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type TSchema } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { changeSubRole, setAccountStatus } from '../../commands/accountLifecycle.js'
 import { getAccount, listAccounts } from '../../commands/accountQueries.js'
@@ -28,6 +28,16 @@ const SubRoleBody = CommandBody(
 const statusBody = (command: string) => CommandBody(command, Type.Object({}, { additionalProperties: false }), {})
 
 /** The admin UI's account pages: list, read, move to another sub-role, switch off and on. */
+/** An account change's schema: the account in the path, a command body, the changed account back. */
+const accountChangeSchema = <Body extends TSchema>(body: Body, errorStatuses: number[]) => ({
+  tags: ['accounts'],
+  security: bearer,
+  params: UserParams,
+  querystring: Type.Object({ lang: Lang }),
+  body,
+  response: responses(200, AccountChangeData, errorStatuses),
+})
+
 export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
   app.get(
     '/v2/admin/accounts',
@@ -56,14 +66,7 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
     '/v2/admin/accounts/:userId/sub-role',
     {
       config: { permission: routePermissions.adminManage },
-      schema: {
-        tags: ['accounts'],
-        security: bearer,
-        params: UserParams,
-        querystring: Type.Object({ lang: Lang }),
-        body: SubRoleBody,
-        response: responses(200, AccountChangeData, [404, 413, 415]),
-      },
+      schema: accountChangeSchema(SubRoleBody, [404, 413, 415]),
     },
     async (request) => success(await changeSubRole(ctx, callerOf(request), request.params.userId, request.body.data.sub_role_code)),
   )
@@ -76,14 +79,7 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
       `/v2/admin/accounts/:userId/${path}`,
       {
         config: { permission: routePermissions.adminManage },
-        schema: {
-          tags: ['accounts'],
-          security: bearer,
-          params: UserParams,
-          querystring: Type.Object({ lang: Lang }),
-          body: statusBody(command),
-          response: responses(200, AccountChangeData, [404, 409, 413, 415]),
-        },
+        schema: accountChangeSchema(statusBody(command), [404, 409, 413, 415]),
       },
       async (request) => success(await setAccountStatus(ctx, callerOf(request), request.params.userId, status)),
     )
