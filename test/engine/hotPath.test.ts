@@ -89,7 +89,7 @@ t.test('a model the index does not know is logged and served through enforce()',
     const [pair] = engine.catalogEntries().filter((e) => e.is_active)
     if (pair === undefined) throw new Error('no active catalog entry')
     const staff = { id: '33333333-3333-4333-8333-333333333333', principal_type: 'system_owner' as const, merchant_id: null, sub_role_code: 'staff' }
-    const cache = () => (engine as unknown as { snapshot: { cache: Map<string, boolean> } }).snapshot.cache
+    const cache = () => (engine as unknown as { loaded: { cache: Map<string, boolean> } }).loaded.cache
     for (let i = 0; i < DECISION_CACHE_LIMIT + 50; i++) engine.decide(staff, `d${i}`, pair.obj, pair.act)
     t.ok(cache().size <= DECISION_CACHE_LIMIT, `${cache().size} cached decisions`)
     t.ok(cache().size > 0, 'and it still caches')
