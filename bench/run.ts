@@ -2,6 +2,7 @@
  * npm run bench: the gateway's hot path measured in one run on this machine.
  * Compare ratios, not absolute figures: machines here are shared and noisy.
  */
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
@@ -229,6 +230,23 @@ await profileCheck(1_000, small.store.schema)
 await small.store.drop()
 await huge?.store.drop()
 
+/** A bench script of its own run to its end (each sizes its heap and seeds its own store); its table. */
+const scriptTable = (script: string, args: string[] = []): string =>
+  execFileSync(process.execPath, ['--max-old-space-size=8192', '--import', 'tsx', new URL(script, import.meta.url).pathname, ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim()
+// Edited models of the family: in process at 20k, 200k and 1M rules, and over HTTP beside the shipped model (PostgreSQL).
+const editedLines: string[] = []
+if (!QUICK) {
+  process.stderr.write('edited models: npm run bench:family -- 20000 200000 1000000\n')
+  editedLines.push('', 'Edited models, in process (`npm run bench:family -- 20000 200000 1000000`):', '', scriptTable('./family.ts', ['20000', '200000', '1000000']))
+  if (postgresUrl !== undefined) {
+    process.stderr.write('edited models: npm run bench:edited-http\n')
+    editedLines.push('', 'Edited model over HTTP beside the shipped one (`npm run bench:edited-http`):', '', scriptTable('./editedHttp.ts'))
+  }
+}
+
 const cpu = cpus()[0]?.model ?? 'unknown CPU'
 process.stdout.write(
   [
@@ -243,6 +261,7 @@ process.stdout.write(
     '|---|---:|---|',
     ...rows.map(([what, value, note]) => `| ${what} | ${value} | ${note} |`),
     ...profileLines,
+    ...editedLines,
     '',
   ].join('\n'),
 )

@@ -49,6 +49,8 @@ export function benchConfig(logLevel = 'silent') {
     JWT_SECRET: BENCH_SECRET,
     LOG_LEVEL: logLevel,
     ROUTE_MAP_PATH: BENCH_ROUTE_MAP,
+    // An edited model for bench/editedHttp.ts's second server; else model.conf.
+    ...(process.env.BENCH_MODEL_PATH !== undefined ? { MODEL_PATH: process.env.BENCH_MODEL_PATH } : {}),
   })
 }
 
