@@ -380,8 +380,9 @@ export class PermissionEngine {
    * What decide() would answer with the p rows of `changes` added or
    * removed (a preview). The live policy, every other answer and the
    * decision cache stay as they are: the index answers with the rows laid
-   * over it; another model is asked synchronously with the rows changed and
-   * put back before anything else runs.
+   * over it; 'candidates' mode with the rows laid over the question's
+   * candidates (narrowedAfter); another model is asked synchronously with
+   * the rows changed and put back before anything else runs.
    */
   decideAfter(subject: Subject, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
