@@ -36,6 +36,12 @@ export interface RoleLinks {
   linkDomains(): Iterable<string>
 }
 
+/** The same links read the other way: who reaches the roles (the decision index's). */
+export interface MemberLinks {
+  /** Adds to `into` every member reaching one of `roles` in `domain`, the roles included. */
+  membersReaching(roles: Iterable<string>, domain: string, into: Set<string>): Set<string>
+}
+
 const bySeq = (a: Entry, b: Entry): number => a.seq - b.seq
 
 const sameRow = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((v, i) => v === b[i])
@@ -121,7 +127,11 @@ export class CandidateIndex {
   /** A row appended to the model's list. */
   add(row: readonly string[]): void {
     const entry: Entry = { seq: this.seq++, row }
-    for (const table of this.tables) (CandidateIndex.listOf(table, row, true) as Entry[]).push(entry)
+    for (const table of this.tables) {
+      const list = CandidateIndex.listOf(table, row, true) as Entry[]
+      list.push(entry)
+      if (list.length === 1) this.subjectsAtRow(table, row).add(row[0] ?? '')
+    }
   }
 
   /** A row taken out of the model's list (the others keep their order). */
@@ -132,6 +142,7 @@ export class CandidateIndex {
       if (list === undefined || at < 0) continue
       list.splice(at, 1)
       if (list.length === 0) {
+        this.subjectsAtRow(table, row).delete(row[0] ?? '')
         const bySub = table.rows.get(row[0] ?? '')
         for (const [id, l] of bySub ?? []) if (l === list) bySub?.delete(id)
         if (bySub?.size === 0) table.rows.delete(row[0] ?? '')
@@ -210,5 +221,51 @@ export class CandidateIndex {
     const list = bySub.get(sub)?.get(id)
     // Two alternatives may ask for the same list (the same subject and values): it counts once.
     if (list !== undefined && !this.lists.includes(list)) this.lists.push(list)
+  }
+
+  /** Per table: combination id → the subjects having rows at it (the reverse of `rows`, for "who may hold"). */
+  private readonly subjectsByCombo = new Map<Table, Map<number, Set<string>>>()
+
+  private subjectsAtRow(table: Table, row: readonly string[]): Set<string> {
+    const id = comboId(
+      table,
+      table.fields.map((f) => row[POSITION[f]] ?? ''),
+      true,
+    ) as number
+    const byCombo = this.subjectsByCombo.get(table) ?? new Map<number, Set<string>>()
+    this.subjectsByCombo.set(table, byCombo)
+    const subjects = byCombo.get(id) ?? new Set<string>()
+    byCombo.set(id, subjects)
+    return subjects
+  }
+
+  /**
+   * Every subject some row of which a request (any sub, `dom`, `obj`, `act`)
+   * may match, with every member reaching such a subject by `links` where
+   * the alternative's tie asks (in any link domain when the tie's domain is
+   * not a request field or a literal): a superset of the requesters whose
+   * candidates() are not empty. Null when some alternative pins a field to
+   * `r.sub` or ties in the domain `r.sub`: then any requester may have rows.
+   */
+  possibleRequesters(dom: string, obj: string, act: string, links: RoleLinks & MemberLinks): Set<string> | null {
+    const request = ['', dom, obj, act]
+    const readsSub = (pin: Pin) => pin.from === 'request' && pin.field === 'sub'
+    const found = new Set<string>()
+    for (const { alternative, pins, table } of this.lookups) {
+      const tie = alternative.subject
+      if (pins.some(readsSub) || (tie.kind === 'role' && tie.domain !== 'any' && readsSub(tie.domain))) return null
+      const id = CandidateIndex.requestCombo(table, pins, request)
+      const subjects = id === undefined ? undefined : this.subjectsByCombo.get(table)?.get(id)
+      if (subjects === undefined || subjects.size === 0) continue
+      if (tie.kind === 'exact') {
+        for (const subject of subjects) found.add(subject)
+      } else if (tie.domain !== 'any') {
+        links.membersReaching(subjects, valueOf(tie.domain, request), found)
+      } else {
+        for (const subject of subjects) found.add(subject)
+        for (const domain of [...links.linkDomains()]) links.membersReaching(subjects, domain, found)
+      }
+    }
+    return found
   }
 }

@@ -380,15 +380,74 @@ export class PermissionEngine {
    * What decide() would answer with the p rows of `changes` added or
    * removed (a preview). The live policy, every other answer and the
    * decision cache stay as they are: the index answers with the rows laid
-   * over it; another model is asked synchronously with the rows changed and
-   * put back before anything else runs.
+   * over it; 'candidates' mode with the rows laid over the question's
+   * candidates (narrowedAfter); another model is asked synchronously with
+   * the rows changed and put back before anything else runs.
    */
   decideAfter(subject: Subject, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
     if (settled !== null) return settled.allowed
-    const { enforcer, index, cache } = this.loaded
+    const { enforcer, index, cache, narrowing } = this.loaded
     if (cache === null) return index.allowedAfter(subject.id, domain, obj, act, changes)
-    return withRowsChanged(enforcer.getModel(), changes, () => enforcer.enforceSync(subject.id, domain, obj, act))
+    const narrowed = narrowing === null ? null : this.narrowedAfter(narrowing, [subject.id, domain, obj, act], changes)
+    return narrowed ?? withRowsChanged(enforcer.getModel(), changes, () => enforcer.enforceSync(subject.id, domain, obj, act))
+  }
+
+  /**
+   * decideAfter in 'candidates' mode without touching the list: the
+   * question's candidate rows with the changes laid over them, as
+   * withRowsChanged lays them over the whole list (in order: an add not
+   * held is appended after every row, a remove takes the row out), then the
+   * model's matcher and effect over those rows only. Appended rows all go
+   * in: the matcher decides which match. Null when the list is empty before
+   * or after the change (Casbin reads an empty list otherwise).
+   */
+  private narrowedAfter(narrowing: Narrowing, request: string[], changes: readonly RuleChange[]): boolean | null {
+    const assertion = this.loaded.enforcer.getModel().model.get('p')?.get('p')
+    if (assertion === undefined || assertion.policy.length === 0) return null
+    const key = (row: readonly string[]) => row.join('\u0000')
+    const removed = new Set<string>()
+    const appended: Array<readonly string[]> = []
+    for (const { op, rule } of changes) {
+      const k = key(rule)
+      const at = appended.findIndex((row) => key(row) === k)
+      const held = at >= 0 || (!removed.has(k) && narrowing.index.has(rule))
+      if (op === 'add' && !held) appended.push([...rule])
+      else if (op === 'remove' && held) {
+        if (at >= 0) appended.splice(at, 1)
+        else removed.add(k)
+      }
+    }
+    if (assertion.policy.length - removed.size + appended.length === 0) return null
+    const candidates = narrowing.index.candidates(request, this.loaded.index)
+    const rows: Array<readonly string[]> = []
+    // The list's first copy of a removed row is the one taken out.
+    const unseen = new Set(removed)
+    for (const row of candidates) if (unseen.size === 0 || !unseen.delete(key(row))) rows.push(row)
+    rows.push(...appended)
+    if (rows.length === 0) return narrowing.noMatch
+    if (narrowing.compiled !== null) return narrowing.compiled.decide(request, rows)[0]
+    const all = assertion.policy
+    assertion.policy = rows as string[][]
+    try {
+      return this.loaded.enforcer.enforceSync(...(request as [string, string, string, string]))
+    } finally {
+      assertion.policy = all
+    }
+  }
+
+  /**
+   * The ids a holders list must decide besides root accounts, in
+   * 'candidates' mode: the subjects of the rows the question may match and
+   * every member reaching them where the matcher's ties ask. Null when
+   * every account must be decided: another mode, an empty list, a model
+   * that allows when no row matches (a deny-override effect), or a matcher
+   * pinning a field to the requester.
+   */
+  possibleHolders(domain: string, obj: string, act: string): ReadonlySet<string> | null {
+    const { enforcer, index, narrowing } = this.loaded
+    if (narrowing === null || narrowing.noMatch || (enforcer.getModel().model.get('p')?.get('p')?.policy.length ?? 0) === 0) return null
+    return narrowing.index.possibleRequesters(domain, obj, act, index)
   }
 
   /** Marks the latest change of the catalog or of a root sub-role (see `generation`). */
