@@ -1,13 +1,15 @@
+import { RowTable } from './modelRows.js'
 import type { Alternative, Field, Pin } from './matcherAnalysis.js'
 
 /** The policy fields a p row is keyed on, in the row's order (p = sub, dom, obj, act, eft). */
 const POSITION: Record<Field, number> = { sub: 0, dom: 1, obj: 2, act: 3 }
 
-/** A row and its place in the model's list: Casbin appends rows and removes them keeping the others' order, so places compare as the list does. */
-interface Entry {
-  seq: number
-  row: readonly string[]
-}
+/**
+ * A subject's rows of one combination of values: their places in the list,
+ * ascending. Most such lists hold one row, kept as the bare number: an
+ * array per row would cost more than the row itself.
+ */
+type Places = number | number[]
 
 /**
  * One table: rows keyed on their subject and on the values of `fields`.
@@ -19,8 +21,8 @@ interface Table {
   fields: Array<Exclude<Field, 'sub'>>
   combos: Map<string, unknown>
   nextCombo: number
-  /** subject → combo id → its rows in list order */
-  rows: Map<string, Map<number, Entry[]>>
+  /** subject → combo id → its rows' places */
+  rows: Map<string, Map<number, Places>>
 }
 
 /** One alternative, compiled: the table its rows are found in and where each key value comes from. */
@@ -36,9 +38,25 @@ export interface RoleLinks {
   linkDomains(): Iterable<string>
 }
 
-const bySeq = (a: Entry, b: Entry): number => a.seq - b.seq
+function withoutHoles(places: ReadonlyArray<string[] | undefined>): string[][] {
+  const rows: string[][] = []
+  for (const row of places) if (row !== undefined) rows.push(row)
+  return rows
+}
 
-const sameRow = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((v, i) => v === b[i])
+const ascending = (a: number, b: number): number => a - b
+
+/** Where `place` is in an ascending list, or where it would go. */
+function placeIn(list: readonly number[], place: number): number {
+  let lo = 0
+  let hi = list.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if ((list[mid] as number) < place) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
 
 /** Where a pin's value comes from, for one request. */
 const valueOf = (pin: Pin, request: readonly string[]): string => (pin.from === 'literal' ? pin.value : (request[POSITION[pin.field]] as string))
@@ -76,13 +94,21 @@ function comboId(table: Table, values: readonly string[], create: boolean): numb
 export class CandidateIndex {
   private readonly lookups: Lookup[]
   private readonly tables: Table[] = []
-  private seq = 0
+  /**
+   * Every row at its place in the model's list, holes (undefined) where rows
+   * were taken out: a row's place is its index here, so removing one moves
+   * no other, and the list in order is this array without its holes.
+   */
+  private places: Array<string[] | undefined>
+  /** Row → place, so a write finds its row in a few probes whatever the size of its subject's lists. */
+  private table: RowTable
   /** Kept between questions: a question allocates no lists of its own. */
-  private readonly found: Entry[] = []
-  private readonly lists: Entry[][] = []
+  private readonly found: number[] = []
+  private readonly lists: Places[] = []
   private readonly rowsOut: Array<readonly string[]> = []
 
-  constructor(alternatives: readonly Alternative[], rows: Iterable<readonly string[]>) {
+  /** `rows` (the model's list, in its order) becomes the index's own: it is not copied. */
+  constructor(alternatives: readonly Alternative[], rows: string[][]) {
     // Alternatives pinning the same fields share one table.
     this.lookups = alternatives.map((alternative) => {
       const fields = (['dom', 'obj', 'act'] as const).filter((f) => alternative.pins[f] !== undefined)
@@ -93,10 +119,18 @@ export class CandidateIndex {
       }
       return { alternative, pins: fields.map((f) => alternative.pins[f] as Pin), table }
     })
-    for (const row of rows) this.add(row)
+    this.places = rows
+    this.table = new RowTable(rows)
+    for (let place = 0; place < rows.length; place++) this.file(rows[place] as string[], place)
   }
 
-  private static listOf(table: Table, row: readonly string[], create: boolean): Entry[] | undefined {
+  /** Rows held. */
+  get size(): number {
+    return this.table.count
+  }
+
+  /** The subject map holding a row's places in `table`, and the row's combination id there. */
+  private static slotOf(table: Table, row: readonly string[], create: boolean): [Map<number, Places>, number] | undefined {
     const sub = row[0] ?? ''
     const id = comboId(
       table,
@@ -110,39 +144,70 @@ export class CandidateIndex {
       bySub = new Map()
       table.rows.set(sub, bySub)
     }
-    let list = bySub.get(id)
-    if (list === undefined && create) {
-      list = []
-      bySub.set(id, list)
+    return [bySub, id]
+  }
+
+  /** Files the row at `place` (larger than every place filed before) in every table. */
+  private file(row: readonly string[], place: number): void {
+    for (const table of this.tables) {
+      const [bySub, id] = CandidateIndex.slotOf(table, row, true) as [Map<number, Places>, number]
+      const held = bySub.get(id)
+      if (held === undefined) bySub.set(id, place)
+      else if (typeof held === 'number') bySub.set(id, [held, place])
+      else held.push(place)
     }
-    return list
   }
 
   /** A row appended to the model's list. */
   add(row: readonly string[]): void {
-    const entry: Entry = { seq: this.seq++, row }
-    for (const table of this.tables) (CandidateIndex.listOf(table, row, true) as Entry[]).push(entry)
+    if (this.places.length > 4 * this.table.count + 100_000) this.compact()
+    const place = this.places.length
+    this.table.push([...row])
+    this.file(row, place)
   }
 
-  /** A row taken out of the model's list (the others keep their order). */
+  /** A row taken out of the model's list (the others keep their order); every copy of it, as Casbin's removePolicy. */
   remove(row: readonly string[]): void {
-    for (const table of this.tables) {
-      const list = CandidateIndex.listOf(table, row, false)
-      const at = list?.findIndex((e) => sameRow(e.row, row)) ?? -1
-      if (list === undefined || at < 0) continue
-      list.splice(at, 1)
-      if (list.length === 0) {
-        const bySub = table.rows.get(row[0] ?? '')
-        for (const [id, l] of bySub ?? []) if (l === list) bySub?.delete(id)
-        if (bySub?.size === 0) table.rows.delete(row[0] ?? '')
+    for (let place = this.table.takeKeepingPlaces(row); place !== -1; place = this.table.takeKeepingPlaces(row)) {
+      for (const table of this.tables) {
+        const slot = CandidateIndex.slotOf(table, row, false)
+        if (slot === undefined) continue
+        const [bySub, id] = slot
+        const held = bySub.get(id)
+        if (held === place || held === undefined) {
+          bySub.delete(id)
+        } else if (typeof held !== 'number') {
+          const at = placeIn(held, place)
+          if (held[at] === place) held.splice(at, 1)
+          if (held.length === 1) bySub.set(id, held[0] as number)
+        }
+        if (bySub.size === 0) table.rows.delete(row[0] ?? '')
       }
     }
   }
 
   /** Whether the list holds this row. */
   has(row: readonly string[]): boolean {
-    const table = this.tables[0]
-    return table !== undefined && CandidateIndex.listOf(table, row, false)?.some((e) => sameRow(e.row, row)) === true
+    return this.table.has(row)
+  }
+
+  /**
+   * The model's list in its order: a new array, which the index does not
+   * touch afterwards. Linear in the rows; closes the holes left by removals
+   * when they have become many.
+   */
+  ordered(): string[][] {
+    if (this.places.length > 2 * this.table.count) this.compact()
+    return withoutHoles(this.places)
+  }
+
+  /** Renumbers the places without holes (the order kept) and files every row again. */
+  private compact(): void {
+    const rows = withoutHoles(this.places)
+    for (const table of this.tables) table.rows.clear()
+    this.places = rows
+    this.table = new RowTable(rows)
+    for (let place = 0; place < rows.length; place++) this.file(rows[place] as string[], place)
   }
 
   /**
@@ -153,7 +218,7 @@ export class CandidateIndex {
    * reused by the next question: read it before asking again.
    */
   candidates(request: readonly string[], links: RoleLinks): ReadonlyArray<readonly string[]> {
-    const { found, lists, rowsOut } = this
+    const { found, lists, rowsOut, places } = this
     found.length = 0
     lists.length = 0
     rowsOut.length = 0
@@ -175,23 +240,23 @@ export class CandidateIndex {
       }
     }
     if (lists.length === 1) {
-      const list = lists[0] as Entry[]
-      for (let i = 0; i < list.length; i++) rowsOut.push((list[i] as Entry).row)
+      const list = lists[0] as Places
+      if (typeof list === 'number') rowsOut.push(places[list] as string[])
+      else for (let i = 0; i < list.length; i++) rowsOut.push(places[list[i] as number] as string[])
       return rowsOut
     }
-    // Rows of several tables may be the same row: each once.
-    const seen = this.tables.length > 1 ? new Set<number>() : null
     for (const list of lists) {
-      for (const entry of list) {
-        if (seen !== null) {
-          if (seen.has(entry.seq)) continue
-          seen.add(entry.seq)
-        }
-        found.push(entry)
-      }
+      if (typeof list === 'number') found.push(list)
+      else for (let i = 0; i < list.length; i++) found.push(list[i] as number)
     }
-    if (lists.length > 1) found.sort(bySeq)
-    for (let i = 0; i < found.length; i++) rowsOut.push((found[i] as Entry).row)
+    found.sort(ascending)
+    // Rows of several tables may be the same row: each once (equal places are neighbours once sorted).
+    let last = -1
+    for (let i = 0; i < found.length; i++) {
+      const place = found[i] as number
+      if (place !== last) rowsOut.push(places[place] as string[])
+      last = place
+    }
     return rowsOut
   }
 
