@@ -19,6 +19,8 @@ type Places = number | number[]
  */
 interface Table {
   fields: Array<Exclude<Field, 'sub'>>
+  /** Where a row holds each of `fields`. */
+  positions: number[]
   combos: Map<string, unknown>
   nextCombo: number
   /** subject → combo id → its rows' places */
@@ -61,20 +63,22 @@ function placeIn(list: readonly number[], place: number): number {
 /** Where a pin's value comes from, for one request. */
 const valueOf = (pin: Pin, request: readonly string[]): string => (pin.from === 'literal' ? pin.value : (request[POSITION[pin.field]] as string))
 
-/** The id of a combination of values; undefined when no row has it and `create` is false. */
-function comboId(table: Table, values: readonly string[], create: boolean): number | undefined {
-  if (values.length === 0) return 0
+/** The id of the combination of a row's values at the table's positions; undefined when no row has it and `create` is false. */
+function comboId(table: Table, row: readonly string[], create: boolean): number | undefined {
+  const { positions } = table
+  if (positions.length === 0) return 0
   let level = table.combos
-  for (let i = 0; i < values.length - 1; i++) {
-    let next = level.get(values[i] as string) as Map<string, unknown> | undefined
+  for (let i = 0; i < positions.length - 1; i++) {
+    const value = row[positions[i] as number] ?? ''
+    let next = level.get(value) as Map<string, unknown> | undefined
     if (next === undefined) {
       if (!create) return undefined
       next = new Map()
-      level.set(values[i] as string, next)
+      level.set(value, next)
     }
     level = next
   }
-  const last = values[values.length - 1] as string
+  const last = row[positions[positions.length - 1] as number] ?? ''
   let id = level.get(last) as number | undefined
   if (id === undefined && create) {
     id = table.nextCombo++
@@ -82,6 +86,18 @@ function comboId(table: Table, values: readonly string[], create: boolean): numb
   }
   return id
 }
+
+const sameRow = (a: readonly string[], b: readonly string[]): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/**
+ * A subject's list of one combination longer than this: finding a row to
+ * remove by reading the list would cost more than a row table's probes.
+ */
+const LONG_LIST = 32
 
 /**
  * The p rows a question can match, by the fields the matcher's alternatives
@@ -100,8 +116,15 @@ export class CandidateIndex {
    * no other, and the list in order is this array without its holes.
    */
   private places: Array<string[] | undefined>
-  /** Row → place, so a write finds its row in a few probes whatever the size of its subject's lists. */
-  private table: RowTable
+  /** Rows held. */
+  private count = 0
+  /**
+   * Row → place, once some list is longer than LONG_LIST: a write then finds
+   * its row in a few probes whatever the length of its subject's lists.
+   * Until then a row is found by reading its list, and the load builds no
+   * table (it would cost a hash of every row and 16 bytes a row).
+   */
+  private table: RowTable | null = null
   /** Kept between questions: a question allocates no lists of its own. */
   private readonly found: number[] = []
   private readonly lists: Places[] = []
@@ -114,65 +137,95 @@ export class CandidateIndex {
       const fields = (['dom', 'obj', 'act'] as const).filter((f) => alternative.pins[f] !== undefined)
       let table = this.tables.find((t) => t.fields.join() === fields.join())
       if (table === undefined) {
-        table = { fields, combos: new Map(), nextCombo: 1, rows: new Map() }
+        table = { fields, positions: fields.map((f) => POSITION[f]), combos: new Map(), nextCombo: 1, rows: new Map() }
         this.tables.push(table)
       }
       return { alternative, pins: fields.map((f) => alternative.pins[f] as Pin), table }
     })
     this.places = rows
-    this.table = new RowTable(rows)
-    for (let place = 0; place < rows.length; place++) this.file(rows[place] as string[], place)
+    this.fileAll()
+  }
+
+  /** Files every row of `places` (a list without holes, none filed yet) and builds the row table when some list is long. */
+  private fileAll(): void {
+    const places = this.places as string[][]
+    let long = false
+    for (let place = 0; place < places.length; place++) long = this.file(places[place] as string[], place) || long
+    this.count = places.length
+    this.table = long ? new RowTable(places) : null
   }
 
   /** Rows held. */
   get size(): number {
-    return this.table.count
+    return this.table?.count ?? this.count
   }
 
-  /** The subject map holding a row's places in `table`, and the row's combination id there. */
-  private static slotOf(table: Table, row: readonly string[], create: boolean): [Map<number, Places>, number] | undefined {
-    const sub = row[0] ?? ''
-    const id = comboId(
-      table,
-      table.fields.map((f) => row[POSITION[f]] ?? ''),
-      create,
-    )
-    if (id === undefined) return undefined
-    let bySub = table.rows.get(sub)
-    if (bySub === undefined) {
-      if (!create) return undefined
-      bySub = new Map()
-      table.rows.set(sub, bySub)
-    }
-    return [bySub, id]
-  }
-
-  /** Files the row at `place` (larger than every place filed before) in every table. */
-  private file(row: readonly string[], place: number): void {
+  /** Files the row at `place` (larger than every place filed before) in every table; whether a list is now long. */
+  private file(row: readonly string[], place: number): boolean {
+    let long = false
     for (const table of this.tables) {
-      const [bySub, id] = CandidateIndex.slotOf(table, row, true) as [Map<number, Places>, number]
+      const id = comboId(table, row, true) as number
+      const sub = row[0] ?? ''
+      let bySub = table.rows.get(sub)
+      if (bySub === undefined) {
+        bySub = new Map()
+        table.rows.set(sub, bySub)
+      }
       const held = bySub.get(id)
       if (held === undefined) bySub.set(id, place)
       else if (typeof held === 'number') bySub.set(id, [held, place])
-      else held.push(place)
+      else long = held.push(place) > LONG_LIST || long
     }
+    return long
+  }
+
+  /** The places of the rows filed in `table` with the subject and values of `row`. */
+  private static placesOf(table: Table, row: readonly string[]): Places | undefined {
+    const id = comboId(table, row, false)
+    return id === undefined ? undefined : table.rows.get(row[0] ?? '')?.get(id)
+  }
+
+  /** The place of a row equal to `row`, or -1. */
+  private placeOf(row: readonly string[]): number {
+    const held = this.tables.length === 0 ? undefined : CandidateIndex.placesOf(this.tables[0] as Table, row)
+    if (held === undefined) return -1
+    if (typeof held === 'number') return sameRow(this.places[held] as string[], row) ? held : -1
+    for (let i = 0; i < held.length; i++) if (sameRow(this.places[held[i] as number] as string[], row)) return held[i] as number
+    return -1
   }
 
   /** A row appended to the model's list. */
   add(row: readonly string[]): void {
-    if (this.places.length > 4 * this.table.count + 100_000) this.compact()
+    if (this.places.length > 4 * this.size + 100_000) this.compact()
     const place = this.places.length
-    this.table.push([...row])
-    this.file(row, place)
+    const copy = [...row]
+    if (this.table === null) {
+      this.places.push(copy)
+      this.count++
+    } else {
+      this.table.push(copy)
+    }
+    if (this.file(copy, place) && this.table === null) this.table = new RowTable(this.places)
+  }
+
+  /** Takes a row equal to `row` out of `places`, leaving a hole; its place, or -1. */
+  private take(row: readonly string[]): number {
+    if (this.table !== null) return this.table.takeKeepingPlaces(row)
+    const place = this.placeOf(row)
+    if (place !== -1) {
+      this.places[place] = undefined
+      this.count--
+    }
+    return place
   }
 
   /** A row taken out of the model's list (the others keep their order); every copy of it, as Casbin's removePolicy. */
   remove(row: readonly string[]): void {
-    for (let place = this.table.takeKeepingPlaces(row); place !== -1; place = this.table.takeKeepingPlaces(row)) {
+    for (let place = this.take(row); place !== -1; place = this.take(row)) {
       for (const table of this.tables) {
-        const slot = CandidateIndex.slotOf(table, row, false)
-        if (slot === undefined) continue
-        const [bySub, id] = slot
+        const id = comboId(table, row, false)
+        const bySub = table.rows.get(row[0] ?? '')
+        if (id === undefined || bySub === undefined) continue
         const held = bySub.get(id)
         if (held === place || held === undefined) {
           bySub.delete(id)
@@ -188,7 +241,7 @@ export class CandidateIndex {
 
   /** Whether the list holds this row. */
   has(row: readonly string[]): boolean {
-    return this.table.has(row)
+    return this.table === null ? this.placeOf(row) !== -1 : this.table.has(row)
   }
 
   /**
@@ -197,17 +250,15 @@ export class CandidateIndex {
    * when they have become many.
    */
   ordered(): string[][] {
-    if (this.places.length > 2 * this.table.count) this.compact()
+    if (this.places.length > 2 * this.size) this.compact()
     return withoutHoles(this.places)
   }
 
   /** Renumbers the places without holes (the order kept) and files every row again. */
   private compact(): void {
-    const rows = withoutHoles(this.places)
     for (const table of this.tables) table.rows.clear()
-    this.places = rows
-    this.table = new RowTable(rows)
-    for (let place = 0; place < rows.length; place++) this.file(rows[place] as string[], place)
+    this.places = withoutHoles(this.places)
+    this.fileAll()
   }
 
   /**

@@ -24,7 +24,7 @@ function model(matcher: string, effect: string): string {
 }
 
 const MODELS = [
-  { name: 'priority, objects by keyMatch2 (long lists per subject)', text: model(`keyMatch2(r.obj, p.obj) && r.act == p.act && ${ROLE_TIES}`, 'priority(p.eft) || deny') },
+  { name: 'priority, objects by keyMatch2 (several rows per subject, domain and action)', text: model(`keyMatch2(r.obj, p.obj) && r.act == p.act && ${ROLE_TIES}`, 'priority(p.eft) || deny') },
   { name: 'priority, equalities', text: model(`r.obj == p.obj && r.act == p.act && ${ROLE_TIES}`, 'priority(p.eft) || deny') },
   { name: 'deny-override', text: model(`r.obj == p.obj && r.act == p.act && ${ROLE_TIES}`, '!some(where (p.eft == deny))') },
   // `>` is not compiled: the candidates go to Casbin's enforce, over the list swapped in.
@@ -47,26 +47,34 @@ function write(list: string[][], op: 'add' | 'remove', values: string[]): void {
   if (op === 'remove') for (let i = list.length - 1; i >= 0; i--) if (same(list[i] as string[], values)) list.splice(i, 1)
 }
 
-for (const [m, { name, text }] of MODELS.entries()) {
+/** Many objects: with keyMatch2 on the object, a subject's list of one domain and action grows long (the index then finds rows by a row table). */
+const MANY_OBJECTS = [...ROW_OBJECTS, ...Array.from({ length: 60 }, (_, i) => `/data/${i}`)]
+
+const SETUPS = [
+  ...MODELS.map((m, i) => ({ ...m, seed: 7000 + i, objects: ROW_OBJECTS, subjects: [...ROLES, ...USERS], domains: DOMAINS, initial: 60, reuse: 0.45 })),
+  // One subject's rows of one domain, many objects: lists short at load that grow long with the writes, and lists long from the load on.
+  { ...(MODELS[0] as (typeof MODELS)[number]), name: 'priority, keyMatch2, lists growing long', seed: 7100, objects: MANY_OBJECTS, subjects: ['r1'], domains: ['m1'], initial: 10, reuse: 0.2 },
+  { ...(MODELS[0] as (typeof MODELS)[number]), name: 'priority, keyMatch2, lists long from the load', seed: 7200, objects: MANY_OBJECTS, subjects: ['r1', 'u1'], domains: ['m1'], initial: 300, reuse: 0.5 },
+]
+
+for (const { name, text, seed, objects, subjects, domains, initial, reuse } of SETUPS) {
   t.test(name, async (t) => {
-    const r = random(7000 + m)
+    const r = random(seed)
+    const ROW_OBJECTS = objects
     const rows = { p: [] as string[][], g: [] as string[][] }
-    for (let i = 0; i < 60; i++) write(rows.p, 'add', [r.pick([...ROLES, ...USERS]), r.pick(DOMAINS), r.pick(ROW_OBJECTS), r.pick(ACTS), r.next() < 0.5 ? 'allow' : 'deny'])
+    const pRow = () => [r.pick(subjects), r.pick(domains), r.pick(ROW_OBJECTS), r.pick(ACTS), r.next() < 0.5 ? 'allow' : 'deny']
+    for (let i = 0; i < initial; i++) write(rows.p, 'add', pRow())
     for (let i = 0; i < 6; i++) write(rows.g, 'add', [r.pick(USERS), r.pick(ROLES), r.pick(DOMAINS)])
     const engine = await PermissionEngine.fromRules(text, { p: rows.p.map((row) => [...row]), g: rows.g.map((row) => [...row]) })
     t.equal(engine.mode, 'candidates')
     let compared = 0
     let mismatches = 0
     for (let round = 0; round < 8; round++) {
-      for (let i = 0; i < 40; i++) {
+      for (let i = 0; i < (initial > 100 ? 120 : 40); i++) {
         const ptype = r.next() < 0.25 ? 'g' : 'p'
         const list = rows[ptype]
         const values =
-          r.next() < 0.45 && list.length > 0
-            ? [...r.pick(list)]
-            : ptype === 'p'
-              ? [r.pick([...ROLES, ...USERS]), r.pick(DOMAINS), r.pick(ROW_OBJECTS), r.pick(ACTS), r.next() < 0.5 ? 'allow' : 'deny']
-              : [r.pick(USERS), r.pick(ROLES), r.pick(DOMAINS)]
+          r.next() < reuse && list.length > 0 ? [...r.pick(list)] : ptype === 'p' ? pRow() : [r.pick(USERS), r.pick(ROLES), r.pick(DOMAINS)]
         const op = list.some((row) => same(row, values)) ? 'remove' : 'add'
         write(list, op, values)
         if (op === 'add') await engine.addRule(ptype, values)
