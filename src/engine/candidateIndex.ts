@@ -32,7 +32,11 @@ interface Lookup {
   alternative: Alternative
   pins: Pin[]
   table: Table
+  /** An earlier lookup of the same table and pins (the shipped matcher's two `global` alternatives): its combination is this one's. */
+  sameAs: number
 }
+
+const samePin = (a: Pin, b: Pin): boolean => (a.from === 'literal' ? b.from === 'literal' && a.value === b.value : b.from === 'request' && a.field === b.field)
 
 /** The role links a question follows (the decision index's). */
 export interface RoleLinks {
@@ -128,6 +132,8 @@ export class CandidateIndex {
   /** Kept between questions: a question allocates no lists of its own. */
   private readonly found: number[] = []
   private readonly lists: Places[] = []
+  /** Each lookup's combination id in the question being answered. */
+  private readonly ids: Array<number | undefined> = []
   private readonly rowsOut: Array<readonly string[]> = []
 
   /** `rows` (the model's list, in its order) becomes the index's own: it is not copied. */
@@ -140,7 +146,10 @@ export class CandidateIndex {
         table = { fields, positions: fields.map((f) => POSITION[f]), combos: new Map(), nextCombo: 1, rows: new Map() }
         this.tables.push(table)
       }
-      return { alternative, pins: fields.map((f) => alternative.pins[f] as Pin), table }
+      return { alternative, pins: fields.map((f) => alternative.pins[f] as Pin), table, sameAs: -1 }
+    })
+    this.lookups.forEach((lookup, i) => {
+      lookup.sameAs = this.lookups.findIndex((l, j) => j < i && l.table === lookup.table && l.pins.every((pin, k) => samePin(pin, lookup.pins[k] as Pin)))
     })
     this.places = rows
     this.fileAll()
@@ -274,9 +283,11 @@ export class CandidateIndex {
     lists.length = 0
     rowsOut.length = 0
     const sub = request[0] as string
+    const ids = this.ids
     for (let a = 0; a < this.lookups.length; a++) {
-      const { alternative, pins, table } = this.lookups[a] as Lookup
-      const id = CandidateIndex.requestCombo(table, pins, request)
+      const { alternative, pins, table, sameAs } = this.lookups[a] as Lookup
+      const id = sameAs === -1 ? CandidateIndex.requestCombo(table, pins, request) : ids[sameAs]
+      ids[a] = id
       if (id === undefined) continue
       const bySub = table.rows
       this.collect(bySub, sub, id)

@@ -296,7 +296,12 @@ export class PermissionEngine {
     const { narrowing } = this.loaded
     // An empty list is read by Casbin otherwise (the matcher over empty fields): asked of Casbin, at no cost.
     if (narrowing === null || narrowing.index.size === 0) return this.casbin(subjectId, domain, obj, act, explain)
-    const request = [subjectId, domain, obj, act]
+    // Read synchronously by the index and the compiled matcher only: one array serves every question.
+    const request = this.request
+    request[0] = subjectId
+    request[1] = domain
+    request[2] = obj
+    request[3] = act
     const rows = narrowing.index.candidates(request, this.loaded.index)
     if (rows.length === 0) return [narrowing.noMatch, []]
     if (narrowing.compiled !== null) {
@@ -391,6 +396,9 @@ export class PermissionEngine {
     if (cache === null) return index.allowedAfter(subject.id, domain, obj, act, changes)
     return withRowsChanged(enforcer.getModel(), changes, () => enforcer.enforceSync(subject.id, domain, obj, act))
   }
+
+  /** The question narrowedEnforce is answering (sub, dom, obj, act). */
+  private readonly request: string[] = ['', '', '', '']
 
   /** Marks the latest change of the catalog or of a root sub-role (see `generation`). */
   private settingsStamp = 0
