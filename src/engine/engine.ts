@@ -317,7 +317,12 @@ export class PermissionEngine {
     return explain ? enforcer.enforceExSync(subjectId, domain, obj, act) : [enforcer.enforceSync(subjectId, domain, obj, act), []]
   }
 
-  /** The loaded policy's rows (p rows with the overrides, g rows): live, read only. */
+  /**
+   * The loaded policy's rows (p rows with the overrides, g rows), read only.
+   * Read them before the next write: in 'candidates' mode the p list a write
+   * leaves behind is built again on the next read, and the one read before
+   * may be the candidate index's own (holes where rows were removed).
+   */
   get loadedRules(): { readonly p: readonly (readonly string[])[]; readonly g: readonly (readonly string[])[] } {
     const model = this.loaded.enforcer.getModel().model
     return { p: model.get('p')?.get('p')?.policy ?? [], g: model.get('g')?.get('g')?.policy ?? [] }
