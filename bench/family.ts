@@ -1,10 +1,14 @@
 /**
- * npm run bench:family [-- 20000 200000 1000000]: for the shipped model (the
- * decision index) and edited models of the family (the candidate index with
- * the compiled matcher), at each policy size: uncached in-process decisions
- * a second, each question different; the cold load time of the policy; the
- * heap it holds per rule. Each model and size runs in a process of its own,
- * so one model's compiled code and garbage do not weigh on the next.
+ * npm run bench:family [-- 1000 20000 200000 1000000]: for the shipped model
+ * (the decision index) and edited models of the family (the candidate index
+ * with the compiled matcher), at each policy size: uncached in-process
+ * decisions a second, each question different; the cold load time of the
+ * policy; the heap it holds per rule; what a write costs in memory (the
+ * event loop is held that long): the median over WRITES stored p rows of
+ * removing one and of adding it back, and the same for g rows. Each model
+ * and size runs in a process of its own, so one model's compiled code and
+ * garbage do not weigh on the next. A last line gives, per model, the
+ * decisions a second at the smallest size over those at the largest.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -18,6 +22,8 @@ const MODELS: Array<[string, string]> = [
   ['r.act == p.act && r.obj == p.obj', shipped.replace('r.obj == p.obj && r.act == p.act', 'r.act == p.act && r.obj == p.obj')],
   ['keyMatch2(r.obj, p.obj)', shipped.replace('r.obj == p.obj', 'keyMatch2(r.obj, p.obj)')],
 ]
+/** Stored rows written per kind (p, g): each removed, then added back. */
+const WRITES = 21
 const ROLES = 50
 const PAIRS = 40
 
@@ -60,6 +66,29 @@ function rate(engine: PermissionEngine, asked: string[][], seconds: number): num
   return Math.round(n / (Number(process.hrtime.bigint() - began) / 1e9))
 }
 
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
+
+/** Milliseconds `write` holds the event loop for. */
+async function timed(write: () => Promise<void>): Promise<number> {
+  const began = process.hrtime.bigint()
+  await write()
+  return Number(process.hrtime.bigint() - began) / 1e6
+}
+
+/** Median milliseconds of removing each of `rows` (stored rows spread over the list) and of adding it back. */
+async function writeCost(engine: PermissionEngine, ptype: 'p' | 'g', stored: readonly string[][]): Promise<{ remove: number; add: number }> {
+  const removes: number[] = []
+  const adds: number[] = []
+  for (let i = 0; i < WRITES; i++) {
+    const row = stored[Math.floor(((i * 7919) % WRITES) * (stored.length / WRITES))] as string[]
+    removes.push(await timed(() => engine.removeRule(ptype, row)))
+    adds.push(await timed(() => engine.addRule(ptype, row)))
+  }
+  return { remove: median(removes), add: median(adds) }
+}
+
+const ms = (value: number): string => (value < 1 ? value.toFixed(3) : value.toFixed(1))
+
 const heap = (): number => {
   globalThis.gc?.()
   return process.memoryUsage().heapUsed
@@ -77,17 +106,31 @@ if (process.argv[2] === '--one') {
   // The rows handed in are the engine's own now (it keeps them): what it holds beyond the question list is its heap.
   const bytes = heap() - before
   rate(engine, asked, 0.5)
-  console.log(JSON.stringify({ mode: engine.mode, perSecond: rate(engine, asked, 2), loadMs: Math.round(loadMs), bytesPerRule: Math.round(bytes / size) }))
+  const perSecond = rate(engine, asked, 2)
+  // Copies: the engine keeps the rows it was given, and a removal must not empty the row being written back.
+  const p = await writeCost(engine, 'p', rules.p.map((row) => [...row]))
+  const g = await writeCost(engine, 'g', rules.g.map((row) => [...row]))
+  console.log(JSON.stringify({ mode: engine.mode, perSecond, loadMs: Math.round(loadMs), bytesPerRule: Math.round(bytes / size), p, g }))
 } else {
   const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0)
   console.log(`${new Date().toISOString()} node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'})`)
-  console.log('| rules | model | path | uncached decisions/s | cold load | heap per rule |')
-  console.log('|---|---|---|---|---|---|')
-  for (const size of sizes.length > 0 ? sizes : [20_000, 200_000, 1_000_000]) {
+  console.log('| rules | model | path | uncached decisions/s | cold load | heap per rule | p write: remove / add back | g write: remove / add back |')
+  console.log('|---|---|---|---|---|---|---|---|')
+  const chosen = sizes.length > 0 ? sizes : [1_000, 20_000, 200_000, 1_000_000]
+  const rates = new Map<string, number[]>()
+  for (const size of chosen) {
     for (const [i, [name]] of MODELS.entries()) {
       const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--one', String(size), String(i)], { encoding: 'utf8' })
-      const row = JSON.parse(out.trim().split('\n').pop() as string) as { mode: string; perSecond: number; loadMs: number; bytesPerRule: number }
-      console.log(`| ${size.toLocaleString('en-US')} | ${name} | ${row.mode} | ${row.perSecond.toLocaleString('en-US')} | ${row.loadMs.toLocaleString('en-US')} ms | ${row.bytesPerRule} B |`)
+      type Write = { remove: number; add: number }
+      const row = JSON.parse(out.trim().split('\n').pop() as string) as { mode: string; perSecond: number; loadMs: number; bytesPerRule: number; p: Write; g: Write }
+      rates.set(name, [...(rates.get(name) ?? []), row.perSecond])
+      console.log(
+        `| ${size.toLocaleString('en-US')} | ${name} | ${row.mode} | ${row.perSecond.toLocaleString('en-US')} | ${row.loadMs.toLocaleString('en-US')} ms | ${row.bytesPerRule} B | ${ms(row.p.remove)} / ${ms(row.p.add)} ms | ${ms(row.g.remove)} / ${ms(row.g.add)} ms |`,
+      )
     }
+  }
+  if (chosen.length > 1) {
+    const ratios = [...rates].map(([name, perSecond]) => `${name} ${((perSecond[0] as number) / (perSecond[perSecond.length - 1] as number)).toFixed(2)}`)
+    console.log(`\nDecisions a second at ${chosen[0]?.toLocaleString('en-US')} rules over those at ${chosen[chosen.length - 1]?.toLocaleString('en-US')}: ${ratios.join('; ')}`)
   }
 }

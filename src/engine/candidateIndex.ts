@@ -1,13 +1,15 @@
+import { RowTable } from './modelRows.js'
 import type { Alternative, Field, Pin } from './matcherAnalysis.js'
 
 /** The policy fields a p row is keyed on, in the row's order (p = sub, dom, obj, act, eft). */
 const POSITION: Record<Field, number> = { sub: 0, dom: 1, obj: 2, act: 3 }
 
-/** A row and its place in the model's list: Casbin appends rows and removes them keeping the others' order, so places compare as the list does. */
-interface Entry {
-  seq: number
-  row: readonly string[]
-}
+/**
+ * A subject's rows of one combination of values: their places in the list,
+ * ascending. Most such lists hold one row, kept as the bare number: an
+ * array per row would cost more than the row itself.
+ */
+type Places = number | number[]
 
 /**
  * One table: rows keyed on their subject and on the values of `fields`.
@@ -17,10 +19,12 @@ interface Entry {
  */
 interface Table {
   fields: Array<Exclude<Field, 'sub'>>
+  /** Where a row holds each of `fields`. */
+  positions: number[]
   combos: Map<string, unknown>
   nextCombo: number
-  /** subject → combo id → its rows in list order */
-  rows: Map<string, Map<number, Entry[]>>
+  /** subject → combo id → its rows' places */
+  rows: Map<string, Map<number, Places>>
 }
 
 /** One alternative, compiled: the table its rows are found in and where each key value comes from. */
@@ -28,7 +32,11 @@ interface Lookup {
   alternative: Alternative
   pins: Pin[]
   table: Table
+  /** An earlier lookup of the same table and pins (the shipped matcher's two `global` alternatives): its combination is this one's. */
+  sameAs: number
 }
+
+const samePin = (a: Pin, b: Pin): boolean => (a.from === 'literal' ? b.from === 'literal' && a.value === b.value : b.from === 'request' && a.field === b.field)
 
 /** The role links a question follows (the decision index's). */
 export interface RoleLinks {
@@ -42,27 +50,45 @@ export interface MemberLinks {
   membersReaching(roles: Iterable<string>, domain: string, into: Set<string>): Set<string>
 }
 
-const bySeq = (a: Entry, b: Entry): number => a.seq - b.seq
+function withoutHoles(places: ReadonlyArray<string[] | undefined>): string[][] {
+  const rows: string[][] = []
+  for (const row of places) if (row !== undefined) rows.push(row)
+  return rows
+}
 
-const sameRow = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((v, i) => v === b[i])
+const ascending = (a: number, b: number): number => a - b
+
+/** Where `place` is in an ascending list, or where it would go. */
+function placeIn(list: readonly number[], place: number): number {
+  let lo = 0
+  let hi = list.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if ((list[mid] as number) < place) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
 
 /** Where a pin's value comes from, for one request. */
 const valueOf = (pin: Pin, request: readonly string[]): string => (pin.from === 'literal' ? pin.value : (request[POSITION[pin.field]] as string))
 
-/** The id of a combination of values; undefined when no row has it and `create` is false. */
-function comboId(table: Table, values: readonly string[], create: boolean): number | undefined {
-  if (values.length === 0) return 0
+/** The id of the combination of a row's values at the table's positions; undefined when no row has it and `create` is false. */
+function comboId(table: Table, row: readonly string[], create: boolean): number | undefined {
+  const { positions } = table
+  if (positions.length === 0) return 0
   let level = table.combos
-  for (let i = 0; i < values.length - 1; i++) {
-    let next = level.get(values[i] as string) as Map<string, unknown> | undefined
+  for (let i = 0; i < positions.length - 1; i++) {
+    const value = row[positions[i] as number] ?? ''
+    let next = level.get(value) as Map<string, unknown> | undefined
     if (next === undefined) {
       if (!create) return undefined
       next = new Map()
-      level.set(values[i] as string, next)
+      level.set(value, next)
     }
     level = next
   }
-  const last = values[values.length - 1] as string
+  const last = row[positions[positions.length - 1] as number] ?? ''
   let id = level.get(last) as number | undefined
   if (id === undefined && create) {
     id = table.nextCombo++
@@ -70,6 +96,18 @@ function comboId(table: Table, values: readonly string[], create: boolean): numb
   }
   return id
 }
+
+const sameRow = (a: readonly string[], b: readonly string[]): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/**
+ * A subject's list of one combination longer than this: finding a row to
+ * remove by reading the list would cost more than a row table's probes.
+ */
+const LONG_LIST = 32
 
 /**
  * The p rows a question can match, by the fields the matcher's alternatives
@@ -82,78 +120,164 @@ function comboId(table: Table, values: readonly string[], create: boolean): numb
 export class CandidateIndex {
   private readonly lookups: Lookup[]
   private readonly tables: Table[] = []
-  private seq = 0
+  /**
+   * Every row at its place in the model's list, holes (undefined) where rows
+   * were taken out: a row's place is its index here, so removing one moves
+   * no other, and the list in order is this array without its holes.
+   */
+  private places: Array<string[] | undefined>
+  /** Rows held. */
+  private count = 0
+  /**
+   * Row → place, once some list is longer than LONG_LIST: a write then finds
+   * its row in a few probes whatever the length of its subject's lists.
+   * Until then a row is found by reading its list, and the load builds no
+   * table (it would cost a hash of every row and 16 bytes a row).
+   */
+  private table: RowTable | null = null
   /** Kept between questions: a question allocates no lists of its own. */
-  private readonly found: Entry[] = []
-  private readonly lists: Entry[][] = []
+  private readonly found: number[] = []
+  private readonly lists: Places[] = []
+  /** Each lookup's combination id in the question being answered. */
+  private readonly ids: Array<number | undefined> = []
   private readonly rowsOut: Array<readonly string[]> = []
 
-  constructor(alternatives: readonly Alternative[], rows: Iterable<readonly string[]>) {
+  /** `rows` (the model's list, in its order) becomes the index's own: it is not copied. */
+  constructor(alternatives: readonly Alternative[], rows: string[][]) {
     // Alternatives pinning the same fields share one table.
     this.lookups = alternatives.map((alternative) => {
       const fields = (['dom', 'obj', 'act'] as const).filter((f) => alternative.pins[f] !== undefined)
       let table = this.tables.find((t) => t.fields.join() === fields.join())
       if (table === undefined) {
-        table = { fields, combos: new Map(), nextCombo: 1, rows: new Map() }
+        table = { fields, positions: fields.map((f) => POSITION[f]), combos: new Map(), nextCombo: 1, rows: new Map() }
         this.tables.push(table)
       }
-      return { alternative, pins: fields.map((f) => alternative.pins[f] as Pin), table }
+      return { alternative, pins: fields.map((f) => alternative.pins[f] as Pin), table, sameAs: -1 }
     })
-    for (const row of rows) this.add(row)
+    this.lookups.forEach((lookup, i) => {
+      lookup.sameAs = this.lookups.findIndex((l, j) => j < i && l.table === lookup.table && l.pins.every((pin, k) => samePin(pin, lookup.pins[k] as Pin)))
+    })
+    this.places = rows
+    this.fileAll()
   }
 
-  private static listOf(table: Table, row: readonly string[], create: boolean): Entry[] | undefined {
-    const sub = row[0] ?? ''
-    const id = comboId(
-      table,
-      table.fields.map((f) => row[POSITION[f]] ?? ''),
-      create,
-    )
-    if (id === undefined) return undefined
-    let bySub = table.rows.get(sub)
-    if (bySub === undefined) {
-      if (!create) return undefined
-      bySub = new Map()
-      table.rows.set(sub, bySub)
+  /** Files every row of `places` (a list without holes, none filed yet) and builds the row table when some list is long. */
+  private fileAll(): void {
+    const places = this.places as string[][]
+    let long = false
+    for (let place = 0; place < places.length; place++) long = this.file(places[place] as string[], place) || long
+    this.count = places.length
+    this.table = long ? new RowTable(places) : null
+  }
+
+  /** Rows held. */
+  get size(): number {
+    return this.table?.count ?? this.count
+  }
+
+  /** Files the row at `place` (larger than every place filed before) in every table; whether a list is now long. */
+  private file(row: readonly string[], place: number): boolean {
+    let long = false
+    for (const table of this.tables) {
+      const id = comboId(table, row, true) as number
+      const sub = row[0] ?? ''
+      let bySub = table.rows.get(sub)
+      if (bySub === undefined) {
+        bySub = new Map()
+        table.rows.set(sub, bySub)
+      }
+      const held = bySub.get(id)
+      if (held === undefined) {
+        bySub.set(id, place)
+        this.subjectsAt(table, id).add(sub)
+      } else if (typeof held === 'number') bySub.set(id, [held, place])
+      else long = held.push(place) > LONG_LIST || long
     }
-    let list = bySub.get(id)
-    if (list === undefined && create) {
-      list = []
-      bySub.set(id, list)
-    }
-    return list
+    return long
+  }
+
+  /** The places of the rows filed in `table` with the subject and values of `row`. */
+  private static placesOf(table: Table, row: readonly string[]): Places | undefined {
+    const id = comboId(table, row, false)
+    return id === undefined ? undefined : table.rows.get(row[0] ?? '')?.get(id)
+  }
+
+  /** The place of a row equal to `row`, or -1. */
+  private placeOf(row: readonly string[]): number {
+    const held = this.tables.length === 0 ? undefined : CandidateIndex.placesOf(this.tables[0] as Table, row)
+    if (held === undefined) return -1
+    if (typeof held === 'number') return sameRow(this.places[held] as string[], row) ? held : -1
+    for (let i = 0; i < held.length; i++) if (sameRow(this.places[held[i] as number] as string[], row)) return held[i] as number
+    return -1
   }
 
   /** A row appended to the model's list. */
   add(row: readonly string[]): void {
-    const entry: Entry = { seq: this.seq++, row }
-    for (const table of this.tables) {
-      const list = CandidateIndex.listOf(table, row, true) as Entry[]
-      list.push(entry)
-      if (list.length === 1) this.subjectsAtRow(table, row).add(row[0] ?? '')
+    if (this.places.length > 4 * this.size + 100_000) this.compact()
+    const place = this.places.length
+    const copy = [...row]
+    if (this.table === null) {
+      this.places.push(copy)
+      this.count++
+    } else {
+      this.table.push(copy)
     }
+    if (this.file(copy, place) && this.table === null) this.table = new RowTable(this.places)
   }
 
-  /** A row taken out of the model's list (the others keep their order). */
+  /** Takes a row equal to `row` out of `places`, leaving a hole; its place, or -1. */
+  private take(row: readonly string[]): number {
+    if (this.table !== null) return this.table.takeKeepingPlaces(row)
+    const place = this.placeOf(row)
+    if (place !== -1) {
+      this.places[place] = undefined
+      this.count--
+    }
+    return place
+  }
+
+  /** A row taken out of the model's list (the others keep their order); every copy of it, as Casbin's removePolicy. */
   remove(row: readonly string[]): void {
-    for (const table of this.tables) {
-      const list = CandidateIndex.listOf(table, row, false)
-      const at = list?.findIndex((e) => sameRow(e.row, row)) ?? -1
-      if (list === undefined || at < 0) continue
-      list.splice(at, 1)
-      if (list.length === 0) {
-        this.subjectsAtRow(table, row).delete(row[0] ?? '')
+    for (let place = this.take(row); place !== -1; place = this.take(row)) {
+      for (const table of this.tables) {
+        const id = comboId(table, row, false)
         const bySub = table.rows.get(row[0] ?? '')
-        for (const [id, l] of bySub ?? []) if (l === list) bySub?.delete(id)
-        if (bySub?.size === 0) table.rows.delete(row[0] ?? '')
+        if (id === undefined || bySub === undefined) continue
+        const held = bySub.get(id)
+        if (held === place || held === undefined) {
+          bySub.delete(id)
+          this.subjectsByCombo.get(table)?.get(id)?.delete(row[0] ?? '')
+        } else if (typeof held !== 'number') {
+          const at = placeIn(held, place)
+          if (held[at] === place) held.splice(at, 1)
+          if (held.length === 1) bySub.set(id, held[0] as number)
+        }
+        if (bySub.size === 0) table.rows.delete(row[0] ?? '')
       }
     }
   }
 
   /** Whether the list holds this row. */
   has(row: readonly string[]): boolean {
-    const table = this.tables[0]
-    return table !== undefined && CandidateIndex.listOf(table, row, false)?.some((e) => sameRow(e.row, row)) === true
+    return this.table === null ? this.placeOf(row) !== -1 : this.table.has(row)
+  }
+
+  /**
+   * The model's list in its order: a new array, which the index does not
+   * touch afterwards. Linear in the rows; closes the holes left by removals
+   * when they have become many.
+   */
+  ordered(): string[][] {
+    if (this.places.length > 2 * this.size) this.compact()
+    return withoutHoles(this.places)
+  }
+
+  /** Renumbers the places without holes (the order kept) and files every row again. */
+  private compact(): void {
+    for (const table of this.tables) table.rows.clear()
+    this.subjectsByCombo.clear()
+    this.places = withoutHoles(this.places)
+    this.fileAll()
   }
 
   /**
@@ -164,14 +288,16 @@ export class CandidateIndex {
    * reused by the next question: read it before asking again.
    */
   candidates(request: readonly string[], links: RoleLinks): ReadonlyArray<readonly string[]> {
-    const { found, lists, rowsOut } = this
+    const { found, lists, rowsOut, places } = this
     found.length = 0
     lists.length = 0
     rowsOut.length = 0
     const sub = request[0] as string
+    const ids = this.ids
     for (let a = 0; a < this.lookups.length; a++) {
-      const { alternative, pins, table } = this.lookups[a] as Lookup
-      const id = CandidateIndex.requestCombo(table, pins, request)
+      const { alternative, pins, table, sameAs } = this.lookups[a] as Lookup
+      const id = sameAs === -1 ? CandidateIndex.requestCombo(table, pins, request) : ids[sameAs]
+      ids[a] = id
       if (id === undefined) continue
       const bySub = table.rows
       this.collect(bySub, sub, id)
@@ -186,23 +312,23 @@ export class CandidateIndex {
       }
     }
     if (lists.length === 1) {
-      const list = lists[0] as Entry[]
-      for (let i = 0; i < list.length; i++) rowsOut.push((list[i] as Entry).row)
+      const list = lists[0] as Places
+      if (typeof list === 'number') rowsOut.push(places[list] as string[])
+      else for (let i = 0; i < list.length; i++) rowsOut.push(places[list[i] as number] as string[])
       return rowsOut
     }
-    // Rows of several tables may be the same row: each once.
-    const seen = this.tables.length > 1 ? new Set<number>() : null
     for (const list of lists) {
-      for (const entry of list) {
-        if (seen !== null) {
-          if (seen.has(entry.seq)) continue
-          seen.add(entry.seq)
-        }
-        found.push(entry)
-      }
+      if (typeof list === 'number') found.push(list)
+      else for (let i = 0; i < list.length; i++) found.push(list[i] as number)
     }
-    if (lists.length > 1) found.sort(bySeq)
-    for (let i = 0; i < found.length; i++) rowsOut.push((found[i] as Entry).row)
+    found.sort(ascending)
+    // Rows of several tables may be the same row: each once (equal places are neighbours once sorted).
+    let last = -1
+    for (let i = 0; i < found.length; i++) {
+      const place = found[i] as number
+      if (place !== last) rowsOut.push(places[place] as string[])
+      last = place
+    }
     return rowsOut
   }
 
@@ -226,16 +352,17 @@ export class CandidateIndex {
   /** Per table: combination id → the subjects having rows at it (the reverse of `rows`, for "who may hold"). */
   private readonly subjectsByCombo = new Map<Table, Map<number, Set<string>>>()
 
-  private subjectsAtRow(table: Table, row: readonly string[]): Set<string> {
-    const id = comboId(
-      table,
-      table.fields.map((f) => row[POSITION[f]] ?? ''),
-      true,
-    ) as number
-    const byCombo = this.subjectsByCombo.get(table) ?? new Map<number, Set<string>>()
-    this.subjectsByCombo.set(table, byCombo)
-    const subjects = byCombo.get(id) ?? new Set<string>()
-    byCombo.set(id, subjects)
+  private subjectsAt(table: Table, id: number): Set<string> {
+    let byCombo = this.subjectsByCombo.get(table)
+    if (byCombo === undefined) {
+      byCombo = new Map()
+      this.subjectsByCombo.set(table, byCombo)
+    }
+    let subjects = byCombo.get(id)
+    if (subjects === undefined) {
+      subjects = new Set()
+      byCombo.set(id, subjects)
+    }
     return subjects
   }
 

@@ -91,15 +91,26 @@ const REMEMBERED = 10_000
  * decision). A call that throws keeps nothing, so it throws again.
  */
 function remembered(fn: (...args: unknown[]) => unknown): (...args: unknown[]) => unknown {
-  const kept = new Map<string, unknown>()
+  // First argument → second → answer: strings keep their hash, so a look-up builds no key string.
+  let kept = new Map<string, Map<string, unknown>>()
+  let size = 0
   return (...args: unknown[]) => {
-    if (args.length !== 2 || typeof args[0] !== 'string' || typeof args[1] !== 'string') return fn(...args)
-    const key = `${args[0]}\u0000${args[1]}`
-    let answer = kept.get(key)
-    if (answer === undefined && !kept.has(key)) {
-      answer = fn(...args)
-      if (kept.size >= REMEMBERED) kept.clear()
-      kept.set(key, answer)
+    const [a, b] = args
+    if (args.length !== 2 || typeof a !== 'string' || typeof b !== 'string') return fn(...args)
+    let byB = kept.get(a)
+    if (byB === undefined) {
+      byB = new Map()
+      kept.set(a, byB)
+    }
+    let answer = byB.get(b)
+    if (answer === undefined && !byB.has(b)) {
+      answer = fn(a, b)
+      if (size >= REMEMBERED) {
+        kept = new Map([[a, (byB = new Map())]])
+        size = 0
+      }
+      byB.set(b, answer)
+      size++
     }
     return answer
   }
@@ -174,7 +185,8 @@ export class CompiledModel {
   decide(request: readonly string[], rows: ReadonlyArray<readonly string[]>): [boolean, readonly string[] | null] {
     const stream = this.effector.newStream(this.effect)
     let named: readonly string[] | null = null
-    for (const row of rows) {
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as readonly string[]
       let effect = effectOf(this.matcher(request, row))
       const eft = row[this.eftAt]
       if (eft && effect === Effect.Allow) effect = eft === 'allow' ? Effect.Allow : eft === 'deny' ? Effect.Deny : Effect.Indeterminate

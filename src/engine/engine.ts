@@ -12,6 +12,7 @@ import { CandidateIndex } from './candidateIndex.js'
 import { CompiledModel, type RoleFunction } from './compiledModel.js'
 import { analyseMatcher } from './matcherAnalysis.js'
 import { appendRow, hasRow, indexRows, removeRows } from './modelRows.js'
+import { LazyPolicyList } from './lazyPolicyList.js'
 
 /** What a decision needs to know about the user asking. */
 export interface Subject {
@@ -65,6 +66,8 @@ interface Narrowing {
   noMatch: boolean
   /** The model's matcher and effect compiled; null leaves the candidates to Casbin's enforce. */
   compiled: CompiledModel | null
+  /** Casbin's p list, built from the index when read after a write. */
+  list: LazyPolicyList
 }
 
 /**
@@ -174,10 +177,15 @@ export class PermissionEngine {
     const index = DecisionIndex.build(rows, model.get('g')?.get('g')?.policy ?? [])
     // Part of the load, not of the first write after it: at a million rules the row tables take a while to build.
     if (mode === 'index') indexRows(enforcer.getModel())
+    if (mode === 'candidates') indexRows(enforcer.getModel(), ['g'])
     const alternatives = mode === 'candidates' ? analyseMatcher(enforcer.getModel()) : null
     const compiled = alternatives === null ? null : CompiledModel.compile(enforcer.getModel(), roleFunctions(enforcer, index))
-    const narrowing =
-      alternatives === null ? null : { index: new CandidateIndex(alternatives, rows), noMatch: compiled === null ? await noMatchAnswer(modelText) : compiled.noMatch(), compiled }
+    let narrowing: Narrowing | null = null
+    if (alternatives !== null) {
+      const candidates = new CandidateIndex(alternatives, rows)
+      const noMatch = compiled === null ? await noMatchAnswer(modelText) : compiled.noMatch()
+      narrowing = { index: candidates, noMatch, compiled, list: new LazyPolicyList(enforcer.getModel(), () => candidates.ordered()) }
+    }
     return { enforcer, index, cache: mode === 'index' ? null : new Map(), expiries, narrowing }
   }
 
@@ -285,24 +293,22 @@ export class PermissionEngine {
    * the whole list. Other modes: the whole list.
    */
   private narrowedEnforce(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, readonly string[]] {
-    const { enforcer, narrowing } = this.loaded
-    const assertion = enforcer.getModel().model.get('p')?.get('p')
+    const { narrowing } = this.loaded
     // An empty list is read by Casbin otherwise (the matcher over empty fields): asked of Casbin, at no cost.
-    if (narrowing === null || assertion === undefined || assertion.policy.length === 0) return this.casbin(subjectId, domain, obj, act, explain)
-    const request = [subjectId, domain, obj, act]
+    if (narrowing === null || narrowing.index.size === 0) return this.casbin(subjectId, domain, obj, act, explain)
+    // Read synchronously by the index and the compiled matcher only: one array serves every question.
+    const request = this.request
+    request[0] = subjectId
+    request[1] = domain
+    request[2] = obj
+    request[3] = act
     const rows = narrowing.index.candidates(request, this.loaded.index)
     if (rows.length === 0) return [narrowing.noMatch, []]
     if (narrowing.compiled !== null) {
       const [allowed, row] = narrowing.compiled.decide(request, rows)
       return [allowed, row ?? []]
     }
-    const all = assertion.policy
-    assertion.policy = [...rows] as string[][]
-    try {
-      return this.casbin(subjectId, domain, obj, act, explain)
-    } finally {
-      assertion.policy = all
-    }
+    return narrowing.list.withList([...rows] as string[][], () => this.casbin(subjectId, domain, obj, act, explain))
   }
 
   /** Casbin's enforce, or enforceEx when the row is asked for. */
@@ -311,7 +317,12 @@ export class PermissionEngine {
     return explain ? enforcer.enforceExSync(subjectId, domain, obj, act) : [enforcer.enforceSync(subjectId, domain, obj, act), []]
   }
 
-  /** The loaded policy's rows (p rows with the overrides, g rows): live, read only. */
+  /**
+   * The loaded policy's rows (p rows with the overrides, g rows), read only.
+   * Read them before the next write: in 'candidates' mode the p list a write
+   * leaves behind is built again on the next read, and the one read before
+   * may be the candidate index's own (holes where rows were removed).
+   */
   get loadedRules(): { readonly p: readonly (readonly string[])[]; readonly g: readonly (readonly string[])[] } {
     const model = this.loaded.enforcer.getModel().model
     return { p: model.get('p')?.get('p')?.policy ?? [], g: model.get('g')?.get('g')?.policy ?? [] }
@@ -403,8 +414,9 @@ export class PermissionEngine {
    * or after the change (Casbin reads an empty list otherwise).
    */
   private narrowedAfter(narrowing: Narrowing, request: string[], changes: readonly RuleChange[]): boolean | null {
-    const assertion = this.loaded.enforcer.getModel().model.get('p')?.get('p')
-    if (assertion === undefined || assertion.policy.length === 0) return null
+    // The index's count, not Casbin's list: reading the list after a write would build it again.
+    const size = narrowing.index.size
+    if (size === 0) return null
     const key = (row: readonly string[]) => row.join('\u0000')
     const removed = new Set<string>()
     const appended: Array<readonly string[]> = []
@@ -418,7 +430,7 @@ export class PermissionEngine {
         else removed.add(k)
       }
     }
-    if (assertion.policy.length - removed.size + appended.length === 0) return null
+    if (size - removed.size + appended.length === 0) return null
     const candidates = narrowing.index.candidates(request, this.loaded.index)
     const rows: Array<readonly string[]> = []
     // The list's first copy of a removed row is the one taken out.
@@ -427,13 +439,7 @@ export class PermissionEngine {
     rows.push(...appended)
     if (rows.length === 0) return narrowing.noMatch
     if (narrowing.compiled !== null) return narrowing.compiled.decide(request, rows)[0]
-    const all = assertion.policy
-    assertion.policy = rows as string[][]
-    try {
-      return this.loaded.enforcer.enforceSync(...(request as [string, string, string, string]))
-    } finally {
-      assertion.policy = all
-    }
+    return narrowing.list.withList(rows as string[][], () => this.loaded.enforcer.enforceSync(...(request as [string, string, string, string])))
   }
 
   /**
@@ -445,10 +451,13 @@ export class PermissionEngine {
    * pinning a field to the requester.
    */
   possibleHolders(domain: string, obj: string, act: string): ReadonlySet<string> | null {
-    const { enforcer, index, narrowing } = this.loaded
-    if (narrowing === null || narrowing.noMatch || (enforcer.getModel().model.get('p')?.get('p')?.policy.length ?? 0) === 0) return null
+    const { index, narrowing } = this.loaded
+    if (narrowing === null || narrowing.noMatch || narrowing.index.size === 0) return null
     return narrowing.index.possibleRequesters(domain, obj, act, index)
   }
+
+  /** The question narrowedEnforce is answering (sub, dom, obj, act). */
+  private readonly request: string[] = ['', '', '', '']
 
   /** Marks the latest change of the catalog or of a root sub-role (see `generation`). */
   private settingsStamp = 0
@@ -464,15 +473,18 @@ export class PermissionEngine {
   }
 
   /**
-   * Whether this row is held, when the change may skip Casbin's scans: only
-   * for the reference model. The index keeps its rows one for one; a row it
-   * does not keep (another effect or width) is looked up in the model's row
+   * Whether this row is held, when the change may skip Casbin's scans. The
+   * reference model: the index keeps its rows one for one; a row it does
+   * not keep (another effect or width) is looked up in the model's row
    * table, so every write on this model goes through modelRows and its
-   * tables never miss a change.
+   * tables never miss a change. 'candidates' mode: the candidate index
+   * holds the p rows in order; `g` rows go through modelRows as above (the
+   * role manager does not read their order). undefined: Casbin's own.
    */
   private heldByIndex(ptype: 'p' | 'g', values: readonly string[]): boolean | undefined {
-    if (this.mode !== 'index') return undefined
-    const { enforcer, index } = this.loaded
+    const { enforcer, index, narrowing } = this.loaded
+    if (ptype === 'p' && narrowing !== null) return narrowing.index.has(values)
+    if (this.mode === 'enforce-cache') return undefined
     const held = ptype === 'p' ? index.hasPolicy(values) : index.hasGrouping(values)
     return held ?? hasRow(enforcer.getModel(), ptype, values)
   }
@@ -501,11 +513,14 @@ export class PermissionEngine {
     const { enforcer, index, cache, narrowing } = this.loaded
     const held = this.heldByIndex(ptype, values)
     if (held === true) return
-    if (held === false) {
+    if (held === false && ptype === 'p' && narrowing !== null) {
+      narrowing.index.add(values)
+      narrowing.list.stale()
+    } else if (held === false) {
       const row = appendRow(enforcer.getModel(), ptype, values)
       if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyAdd, 'g', [row])
     } else if (ptype === 'p') {
-      if (await enforcer.addNamedPolicy('p', ...values)) narrowing?.index.add([...values])
+      await enforcer.addNamedPolicy('p', ...values)
     } else {
       await enforcer.addNamedGroupingPolicy('g', ...values)
     }
@@ -519,11 +534,14 @@ export class PermissionEngine {
     if (ptype === 'p' && expiries.size > 0) expiries.clear(values)
     const held = this.heldByIndex(ptype, values)
     if (held === false) return
-    if (held === true) {
+    if (held === true && ptype === 'p' && narrowing !== null) {
+      narrowing.index.remove(values)
+      narrowing.list.stale()
+    } else if (held === true) {
       removeRows(enforcer.getModel(), ptype, values)
       if (ptype === 'g') await enforcer.buildIncrementalRoleLinks(PolicyOp.PolicyRemove, 'g', [[...values]])
     } else if (ptype === 'p') {
-      if (await enforcer.removeNamedPolicy('p', ...values)) narrowing?.index.remove(values)
+      await enforcer.removeNamedPolicy('p', ...values)
     } else {
       await enforcer.removeNamedGroupingPolicy('g', ...values)
     }

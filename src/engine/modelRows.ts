@@ -1,7 +1,8 @@
 import type { Model } from 'casbin'
 
 /**
- * Direct edits of a Casbin model's rule lists, for the reference model only.
+ * Direct edits of a Casbin model's rule lists: both lists of the reference model,
+ * and the `g` list in 'candidates' mode (the role manager does not read its order).
  * Casbin's own addPolicy/removePolicy scan the whole list comparing rows (and
  * removal then copies it): at a million rules that blocks every check for 40
  * to 100 ms per write. Here each list has a hash table of row positions beside
@@ -82,20 +83,29 @@ function slotCount(rows: number): number {
  * than typed arrays: they live on the V8 heap, so heap figures (the bench's
  * bytes per rule) include them.
  */
-class RowTable {
+export class RowTable {
   private readonly parts: number[][] = []
   private readonly counts: number[] = []
   /** Rows the table holds, to notice rows pushed onto the list behind its back. */
   private size = 0
 
-  constructor(readonly rows: string[][]) {
+  /** `rows` may hold holes (undefined) where rows were taken out keeping the others' places (see takeKeepingPlaces). */
+  constructor(readonly rows: Array<string[] | undefined>) {
     // Sized for the rows at hand, so a large load does not grow each part several times over.
     const start = rows.length < PARTS ? 0 : slotCount(rows.length / PARTS)
     for (let part = 0; part < PARTS; part++) {
       this.parts.push(start === 0 ? (EMPTY_PART as number[]) : new Array<number>(start).fill(0))
       this.counts.push(0)
     }
-    for (let pos = 0; pos < rows.length; pos++) this.place(pos, hashRow(rows[pos] as string[]))
+    for (let pos = 0; pos < rows.length; pos++) {
+      const row = rows[pos]
+      if (row !== undefined) this.place(pos, hashRow(row))
+    }
+  }
+
+  /** Rows the table holds. */
+  get count(): number {
+    return this.size
   }
 
   /** Whether this table still describes `rows` (see the note at the top of the file). */
@@ -142,6 +152,11 @@ class RowTable {
     }
   }
 
+  /** Whether a row equal to `values` is held. */
+  has(values: readonly string[]): boolean {
+    return this.find(values, hashRow(values)) !== -1
+  }
+
   /** Appends a row the caller knows is not there yet. */
   push(row: string[]): void {
     this.rows.push(row)
@@ -167,6 +182,29 @@ class RowTable {
       this.rows[pos] = moved
     }
     this.rows.pop()
+    this.forget(part, slots)
+  }
+
+  /**
+   * Takes one row equal to `values` out, leaving a hole (undefined) in its
+   * place in the list so the other rows keep theirs: for lists whose order
+   * counts. Its place, or -1 when there is none.
+   */
+  takeKeepingPlaces(values: readonly string[]): number {
+    const hash = hashRow(values)
+    const slot = this.find(values, hash)
+    if (slot === -1) return -1
+    const part = hash >>> PART_SHIFT
+    const slots = this.parts[part] as number[]
+    const pos = positionOf(slots[slot] as number)
+    this.vacate(slots, slot)
+    this.rows[pos] = undefined
+    this.forget(part, slots)
+    return pos
+  }
+
+  /** One row fewer in `part`, whose slots are `slots`: shrinks the part when it has become sparse. */
+  private forget(part: number, slots: number[]): void {
     this.size--
     const count = (this.counts[part] as number) - 1
     this.counts[part] = count
@@ -209,10 +247,9 @@ function tableOf(model: Model, ptype: 'p' | 'g'): RowTable {
   return table
 }
 
-/** Builds the tables of both rule lists now, so the first write after a load does not pay for it. */
-export function indexRows(model: Model): void {
-  tableOf(model, 'p')
-  tableOf(model, 'g')
+/** Builds the tables of the given rule lists now, so the first write after a load does not pay for it. */
+export function indexRows(model: Model, ptypes: ReadonlyArray<'p' | 'g'> = ['p', 'g']): void {
+  for (const ptype of ptypes) tableOf(model, ptype)
 }
 
 /** Whether a row equal to `values` is in the model. */

@@ -21,6 +21,7 @@ import { previewChanges, roleReach } from '../../src/engine/preview.js'
 import { checkPermissions } from '../../src/commands/permissionQueries.js'
 import type { Account } from '../../src/domain/principals.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
+import { random } from './seededRandom.js'
 
 onceOnPGlite('the engine in memory')
 
@@ -60,19 +61,6 @@ const OBJECTS = ['orders', 'orders/1', '/data/7', 'reports', 'rep.x']
 const ROW_OBJECTS = [...OBJECTS, 'orders/*', '/data/:id', 'rep.*', '/data/*']
 const ACTS = ['read', 'write']
 const ROW_ACTS = [...ACTS, 'read*', '*']
-
-/** A small seeded generator (mulberry32): the same worlds on every run. */
-function random(seed: number) {
-  let a = seed
-  const next = () => {
-    a = (a + 0x6d2b79f5) | 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)] as T
-  return { next, pick }
-}
 
 /** The users' home domains: two system owners, a merchant user of m1 and one of m2. */
 const HOME: Record<string, string> = { u1: 'global', u2: 'global', u3: 'm1', u4: 'm2' }
