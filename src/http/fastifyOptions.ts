@@ -7,6 +7,7 @@ import { BODY_LIMIT } from './app.js'
 import { httpTimeouts, limitConnections } from './connectionLimits.js'
 import { createLocalizer, type Localizer } from './i18n/index.js'
 import { NOSNIFF, parserRefusal, routerRefusal } from './rawAnswers.js'
+import { DeferredLogger } from './requestLogger.js'
 import { acceptedClientRequestId, echoedRequestId } from './requestId.js'
 import { ConnectionDrain } from './shutdown.js'
 
@@ -25,12 +26,14 @@ export function fastifyOptions(config: FastifyConfig, localizer: Localizer): Fas
     // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
     requestIdHeader: false,
     genReqId: () => randomUUID(),
-    childLoggerFactory(logger, bindings, options, raw) {
-      // The bindings are this request's own object: adding to it costs no copy.
-      const clientId = acceptedClientRequestId(raw.headers['x-request-id'])
-      if (clientId !== undefined) bindings.client_request_id = clientId
-      return logger.child(bindings, options)
-    },
+    // The pino child is made only when the request writes a line (DeferredLogger): most checks write none.
+    childLoggerFactory: (logger, bindings, options, raw) =>
+      new DeferredLogger(logger, () => {
+        // The bindings are this request's own object: adding to it costs no copy.
+        const clientId = acceptedClientRequestId(raw.headers['x-request-id'])
+        if (clientId !== undefined) bindings.client_request_id = clientId
+        return bindings
+      }, options),
     frameworkErrors: routerRefusal(localizer),
     clientErrorHandler: parserRefusal(localizer),
     // Requests that arrive while stopping are refused by the runner with the service's envelope
