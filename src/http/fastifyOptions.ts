@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
@@ -8,7 +7,7 @@ import { httpTimeouts, limitConnections } from './connectionLimits.js'
 import { createLocalizer, type Localizer } from './i18n/index.js'
 import { NOSNIFF, parserRefusal, routerRefusal } from './rawAnswers.js'
 import { DeferredLogger } from './requestLogger.js'
-import { acceptedClientRequestId, echoedRequestId } from './requestId.js'
+import { acceptedClientRequestId, echoedRequestId, nextRequestId } from './requestId.js'
 import { ConnectionDrain } from './shutdown.js'
 
 export type FastifyConfig = Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLocale' | 'connections'>
@@ -25,7 +24,7 @@ export function fastifyOptions(config: FastifyConfig, localizer: Localizer): Fas
     trustProxy: trustFunction(config.trustProxy),
     // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
     requestIdHeader: false,
-    genReqId: () => randomUUID(),
+    genReqId: nextRequestId,
     // The pino child is made only when the request writes a line (DeferredLogger): most checks write none.
     childLoggerFactory: (logger, bindings, options, raw) =>
       new DeferredLogger(logger, () => {
