@@ -3,6 +3,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { trustFunction } from '../domain/clientIp.js'
 import { BODY_LIMIT } from './app.js'
+import { putBehindFastPath } from './fastPath.js'
 import { httpTimeouts, limitConnections } from './connectionLimits.js'
 import { createLocalizer, type Localizer } from './i18n/index.js'
 import { NOSNIFF, parserRefusal, routerRefusal } from './rawAnswers.js'
@@ -50,11 +51,14 @@ export function fastifyOptions(config: FastifyConfig, localizer: Localizer): Fas
 
 const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
 
+
 /** Fastify with the service's options, its connections counted and followed, and the headers every answer has. */
 export function createFastify(config: FastifyConfig): FastifyInstance {
   const fastify = Fastify(fastifyOptions(config, createLocalizer(config.defaultLocale)))
   const drain = new ConnectionDrain(fastify.server)
   drains.set(fastify, drain)
+  // Fastify goes behind a slot the app may fill with a fast path (serveFirst); a stop swaps both out (ConnectionDrain).
+  putBehindFastPath(fastify)
   limitConnections(fastify.server, config.connections, fastify.log)
   // Callback style: an async hook would cost every request a promise.
   fastify.addHook('onSend', (request, reply, payload, done) => {

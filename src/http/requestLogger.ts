@@ -11,6 +11,11 @@ function levelValue(level: string): number {
   return LEVEL_VALUES[level] ?? 0
 }
 
+/** Whether a logger at `level` writes the lines of `line` (e.g. a route at CHECK_LOG_LEVEL, Fastify's info lines). */
+export function logsAt(level: string, line: string): boolean {
+  return levelValue(line) >= levelValue(level)
+}
+
 /**
  * A request's logger that becomes a pino child only when a line is written
  * at or above its level. Fastify makes a child logger for every request
