@@ -36,7 +36,7 @@ interface PlainQuery {
  * service's envelope, and which takes `lang`, `explain`, `user_id`,
  * `min_revision`).
  */
-function plainQuery(search: string): PlainQuery | null {
+export function plainQuery(search: string): PlainQuery | null {
   const query: PlainQuery = {}
   if (search === '') return query
   for (const pair of search.split('&')) {
