@@ -15,7 +15,11 @@ import { createLocalizer } from './i18n/index.js'
 import { boundedJsonParser } from './jsonBody.js'
 import { swaggerOptions } from './openapi/index.js'
 import { ServiceMetrics } from './serviceMetrics.js'
-import authentication from './plugins/authentication.js'
+import authentication, { cachedAccount, type TokenClaims } from './plugins/authentication.js'
+import { VerifiedTokenCache } from './plugins/tokenCache.js'
+import { serveFirst } from './fastPath.js'
+import { gatewayFastPath } from './gatewayFastPath.js'
+import { logsAt } from './requestLogger.js'
 import authorization from './plugins/authorization.js'
 import locale from './plugins/locale.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -145,6 +149,8 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
 
   // Every answer says which revision of the store this replica's memory reflects (callback style: no promise per request).
   const { replica } = service
+  const verified = new VerifiedTokenCache<TokenClaims>()
+  const routeMap = service.config.routeMap === null ? null : new RouteMap(service.config.routeMap)
   fastify.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-policy-revision', replica.revisionText)
     done(null, payload)
@@ -154,7 +160,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   await fastify.register(consoleRoutes)
   await fastify.register(async (api) => {
     const typed = api.withTypeProvider<TypeBoxTypeProvider>()
-    await typed.register(authentication, { config: service.config, accounts: service.accounts })
+    await typed.register(authentication, { config: service.config, accounts: service.accounts, verified })
     await typed.register(revision, { replica, waitMs: service.config.replication.minRevisionWaitMs })
     await typed.register(authorization, { engine: service.engine })
     // The admin API answers with helmet's headers, in a context of its own so that the gateway's routes do not.
@@ -176,13 +182,17 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).
-    await typed.register(authzRoutes, {
-      ctx: service,
-      routeMap: service.config.routeMap === null ? null : new RouteMap(service.config.routeMap),
-      metrics,
-      logLevel: service.config.checkLogLevel,
-    })
+    await typed.register(authzRoutes, { ctx: service, routeMap, metrics, logLevel: service.config.checkLogLevel })
   })
+  // The common case of a check or verify is answered before Fastify's hooks run (gatewayFastPath.ts): they
+  // cost it about half of a bare Fastify route's throughput (docs/performance.md). Not while checks are logged
+  // one by one (the fast path writes no line) nor with CORS (its headers are Fastify's).
+  if (service.config.corsOrigins.length === 0 && !logsAt(service.config.checkLogLevel, 'info')) {
+    serveFirst(
+      fastify,
+      gatewayFastPath({ ctx: service, routeMap, metrics, replica, cachedAccount: (header) => cachedAccount(verified, service.accounts, header) }),
+    )
+  }
 }
 
 export default fp(app, { fastify: '5.x', name: 'admin-permission-service' })

@@ -1,13 +1,14 @@
-import { randomUUID } from 'node:crypto'
 import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { trustFunction } from '../domain/clientIp.js'
 import { BODY_LIMIT } from './app.js'
+import { putBehindFastPath } from './fastPath.js'
 import { httpTimeouts, limitConnections } from './connectionLimits.js'
 import { createLocalizer, type Localizer } from './i18n/index.js'
 import { NOSNIFF, parserRefusal, routerRefusal } from './rawAnswers.js'
-import { acceptedClientRequestId, echoedRequestId } from './requestId.js'
+import { DeferredLogger } from './requestLogger.js'
+import { acceptedClientRequestId, echoedRequestId, nextRequestId } from './requestId.js'
 import { ConnectionDrain } from './shutdown.js'
 
 export type FastifyConfig = Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLocale' | 'connections'>
@@ -24,13 +25,15 @@ export function fastifyOptions(config: FastifyConfig, localizer: Localizer): Fas
     trustProxy: trustFunction(config.trustProxy),
     // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
     requestIdHeader: false,
-    genReqId: () => randomUUID(),
-    childLoggerFactory(logger, bindings, options, raw) {
-      // The bindings are this request's own object: adding to it costs no copy.
-      const clientId = acceptedClientRequestId(raw.headers['x-request-id'])
-      if (clientId !== undefined) bindings.client_request_id = clientId
-      return logger.child(bindings, options)
-    },
+    genReqId: nextRequestId,
+    // The pino child is made only when the request writes a line (DeferredLogger): most checks write none.
+    childLoggerFactory: (logger, bindings, options, raw) =>
+      new DeferredLogger(logger, () => {
+        // The bindings are this request's own object: adding to it costs no copy.
+        const clientId = acceptedClientRequestId(raw.headers['x-request-id'])
+        if (clientId !== undefined) bindings.client_request_id = clientId
+        return bindings
+      }, options),
     frameworkErrors: routerRefusal(localizer),
     clientErrorHandler: parserRefusal(localizer),
     // Requests that arrive while stopping are refused by the runner with the service's envelope
@@ -48,11 +51,14 @@ export function fastifyOptions(config: FastifyConfig, localizer: Localizer): Fas
 
 const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
 
+
 /** Fastify with the service's options, its connections counted and followed, and the headers every answer has. */
 export function createFastify(config: FastifyConfig): FastifyInstance {
   const fastify = Fastify(fastifyOptions(config, createLocalizer(config.defaultLocale)))
   const drain = new ConnectionDrain(fastify.server)
   drains.set(fastify, drain)
+  // Fastify goes behind a slot the app may fill with a fast path (serveFirst); a stop swaps both out (ConnectionDrain).
+  putBehindFastPath(fastify)
   limitConnections(fastify.server, config.connections, fastify.log)
   // Callback style: an async hook would cost every request a promise.
   fastify.addHook('onSend', (request, reply, payload, done) => {

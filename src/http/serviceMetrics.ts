@@ -22,6 +22,7 @@ export class ServiceMetrics {
   private readonly duration: LatencyHistogram
   private readonly logins: Counter<'outcome'>
   /** Decisions so far per endpoint: [allowed, denied]. */
+  private readonly recorders = new Map<string, (statusCode: number, seconds: number) => void>()
   private readonly decisionCounts: Record<DecisionEndpoint, [number, number]> = { check: [0, 0], check_batch: [0, 0], verify: [0, 0] }
 
   constructor(replica: Replica, poolStats: () => PoolStats | null) {
@@ -105,8 +106,12 @@ export class ServiceMetrics {
    * label string.
    */
   recorder(method: string, route: string): (statusCode: number, seconds: number) => void {
+    // One recorder per route and method, whoever asks (the route's hook, the gateway's fast path): one series each.
+    const key = `${method} ${route}`
+    const known = this.recorders.get(key)
+    if (known !== undefined) return known
     const byStatus = new Map<number, (seconds: number) => void>()
-    return (statusCode, seconds) => {
+    const record = (statusCode: number, seconds: number): void => {
       let observe = byStatus.get(statusCode)
       if (observe === undefined) {
         observe = this.duration.observer({ method, route, status_code: String(statusCode) })
@@ -114,6 +119,8 @@ export class ServiceMetrics {
       }
       observe(seconds)
     }
+    this.recorders.set(key, record)
+    return record
   }
 
   /** Counts decisions of one endpoint and outcome. */

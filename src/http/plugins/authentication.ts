@@ -25,6 +25,8 @@ declare module 'fastify' {
 export interface AuthenticationOptions {
   config: Pick<Config, 'jwt' | 'jwtIssuer' | 'jwtAudience'>
   accounts: AccountDirectory
+  /** Verified tokens, shared with the gateway's fast path (gatewayFastPath.ts), which admits only what is found here. */
+  verified?: VerifiedTokenCache<TokenClaims>
 }
 
 function keyAlgorithm(pem: string): 'RS256' | 'ES256' {
@@ -77,7 +79,7 @@ class RequestCaller implements Caller {
   }
 }
 
-interface TokenClaims {
+export interface TokenClaims {
   sub?: unknown
   principal_type?: unknown
   merchant_id?: unknown
@@ -100,6 +102,41 @@ export function isBearer(header: string): boolean {
   return header.length > BEARER_PREFIX.length && header.slice(0, BEARER_PREFIX.length).toLowerCase() === 'bearer '
 }
 
+function wellFormed(claims: TokenClaims): claims is TokenClaims & { sub: string } {
+  return typeof claims.sub === 'string' && PRINCIPAL_TYPES.includes(claims.principal_type as PrincipalType)
+}
+
+/**
+ * Whether verified claims may act as this account: type and merchant agree,
+ * and the account is active with the credentials version the token was
+ * issued under. Checked on every request against the account in memory (kept
+ * in step on every server by the change feed), so a deactivation or a
+ * password change refuses tokens at once, cached ones included.
+ */
+function agrees(claims: TokenClaims, account: Account): boolean {
+  const tokenMerchant = typeof claims.merchant_id === 'string' ? claims.merchant_id : null
+  return (
+    account.principal_type === claims.principal_type &&
+    account.merchant_id === tokenMerchant &&
+    account.status === 'active' &&
+    (typeof claims.cv === 'number' ? claims.cv : 0) === account.credentials_version
+  )
+}
+
+/**
+ * The account an `Authorization` header admits without any asynchronous
+ * step: its token verified before (in the cache) and its account in memory
+ * and agreeing. Undefined otherwise: the request then takes the routes'
+ * own authentication, which verifies, looks up or refuses with its envelope.
+ */
+export function cachedAccount(verified: VerifiedTokenCache<TokenClaims>, accounts: AccountDirectory, header: string | undefined): Account | undefined {
+  if (header === undefined) return undefined
+  const claims = verified.get(header)
+  if (claims === undefined || !wellFormed(claims)) return undefined
+  const account = accounts.peek(claims.sub)
+  return account !== undefined && agrees(claims, account) ? account : undefined
+}
+
 /**
  * auth:admin. Verifies the bearer token, then loads the account it names (from
  * memory); a token whose type or merchant disagree with the account is refused.
@@ -108,24 +145,13 @@ export function isBearer(header: string): boolean {
 const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (app, options) => {
   await app.register(jwt, jwtOptions(options))
   app.decorateRequest('caller', null)
-  const verified = new VerifiedTokenCache<TokenClaims>()
+  const verified = options.verified ?? new VerifiedTokenCache<TokenClaims>()
 
   /** Accepts the claims when they name an account that agrees with them. */
   const admit = (request: FastifyRequest, claims: TokenClaims, account: Account | null): void => {
-    const tokenMerchant = typeof claims.merchant_id === 'string' ? claims.merchant_id : null
-    if (account === null || account.principal_type !== claims.principal_type || account.merchant_id !== tokenMerchant) {
-      throw new ServiceError('INVALID_TOKEN')
-    }
-    // Checked on every request against the account in memory (kept in step on every server by the change feed),
-    // so a deactivation or a password change refuses tokens at once, cached ones included.
-    if (account.status !== 'active' || (typeof claims.cv === 'number' ? claims.cv : 0) !== account.credentials_version) {
-      throw new ServiceError('INVALID_TOKEN')
-    }
+    if (account === null || !agrees(claims, account)) throw new ServiceError('INVALID_TOKEN')
     request.caller = new RequestCaller(account, request)
   }
-
-  const wellFormed = (claims: TokenClaims): claims is TokenClaims & { sub: string } =>
-    typeof claims.sub === 'string' && PRINCIPAL_TYPES.includes(claims.principal_type as PrincipalType)
 
   /** First sight of a token, or an account not in memory yet: verify and look up asynchronously. */
   const verifyAndAdmit = async (request: FastifyRequest, header: string, cached: TokenClaims | undefined): Promise<void> => {

@@ -34,12 +34,12 @@ const BatchBody = CommandBody(
 )
 
 // The two possible answers of a single check, serialised once.
-const ANSWERS = { true: JSON.stringify(success({ allowed: true })), false: JSON.stringify(success({ allowed: false })) }
+export const ANSWERS = { true: JSON.stringify(success({ allowed: true })), false: JSON.stringify(success({ allowed: false })) }
 
 const VerifyQuery = ReadQuery({ obj: Type.Optional(Obj), act: Type.Optional(Act), domain: Type.Optional(Domain) })
 
 const PERMISSION_PART = new RegExp(PERMISSION_PART_PATTERN)
-const VERIFY_PREFIX = '/v2/authz/verify'
+export const VERIFY_PREFIX = '/v2/authz/verify'
 const DOMAIN = new RegExp(DOMAIN_PATTERN)
 
 /** One header's value, when it is sent once. */
@@ -49,7 +49,7 @@ function header(headers: FastifyRequest['headers'], name: string): string | unde
 }
 
 /** What forward auth decides on: a pair, an original path refused as ambiguous, or nothing (deny). */
-type ForwardAuthAsk = RoutePermission | { ambiguous: PathAmbiguity } | null
+export type ForwardAuthAsk = RoutePermission | { ambiguous: PathAmbiguity } | null
 
 /**
  * The pair a proxy's sub-request asks about: from the query, else from the
@@ -57,7 +57,7 @@ type ForwardAuthAsk = RoutePermission | { ambiguous: PathAmbiguity } | null
  * request. Null (deny) when none says, or what it says is malformed; the
  * original path's ambiguity when the map cannot safely be asked.
  */
-function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequest['headers'], routeMap: RouteMap | null): ForwardAuthAsk {
+export function forwardAuthPair(query: Pick<Static<typeof VerifyQuery>, 'obj' | 'act' | 'domain'>, headers: FastifyRequest['headers'], routeMap: RouteMap | null): ForwardAuthAsk {
   if (query.obj !== undefined && query.act !== undefined) return { obj: query.obj, act: query.act, domain: query.domain }
   const obj = header(headers, 'x-authz-obj')
   const act = header(headers, 'x-authz-act')
@@ -77,7 +77,7 @@ function forwardAuthPair(query: Static<typeof VerifyQuery>, headers: FastifyRequ
  * matches or its domain is malformed. The URI is normalised first, and a path
  * an upstream could read differently is refused rather than matched.
  */
-function mappedPair(routeMap: RouteMap | null, method: string, uri: string): ForwardAuthAsk {
+export function mappedPair(routeMap: RouteMap | null, method: string, uri: string): ForwardAuthAsk {
   const path = normaliseOriginalPath(uri)
   if ('ambiguous' in path) return path
   const matched = routeMap?.match(method, path.segments) ?? null
@@ -86,7 +86,7 @@ function mappedPair(routeMap: RouteMap | null, method: string, uri: string): For
 }
 
 /** Whether forward auth allows: only a pair the account may do. */
-function forwardAuthAllows(ctx: CheckContext, account: Account, ask: ForwardAuthAsk): boolean {
+export function forwardAuthAllows(ctx: CheckContext, account: Account, ask: ForwardAuthAsk): boolean {
   return ask !== null && !('ambiguous' in ask) && checkPermission(ctx, account, ask)
 }
 

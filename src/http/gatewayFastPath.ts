@@ -1,0 +1,125 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { RouteMap } from '../domain/routeMap.js'
+import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../domain/identifiers.js'
+import type { Account } from '../domain/principals.js'
+import { checkPermission, type CheckContext } from '../commands/permissionQueries.js'
+import type { FastPath } from './fastPath.js'
+import { acceptedClientRequestId, nextRequestId } from './requestId.js'
+import { ANSWERS, VERIFY_PREFIX, forwardAuthAllows, forwardAuthPair, mappedPair, type ForwardAuthAsk } from './routes/authz.js'
+import type { ServiceMetrics } from './serviceMetrics.js'
+
+export interface GatewayFastPathOptions {
+  ctx: CheckContext
+  routeMap: RouteMap | null
+  metrics: Pick<ServiceMetrics, 'decision' | 'recorder'>
+  replica: { isStale: () => boolean; readonly revisionText: string }
+  /** The account a request's `Authorization` admits from memory alone, else undefined. */
+  cachedAccount: (authorization: string | undefined) => Account | undefined
+}
+
+const CHECK_PATH = '/v2/authz/check'
+const PART = new RegExp(PERMISSION_PART_PATTERN)
+const DOMAIN = new RegExp(DOMAIN_PATTERN)
+/** Characters that need no decoding and that no router or parser reads two ways. */
+const PLAIN_URL = /^[A-Za-z0-9/_.~?=&,:-]*$/
+
+interface PlainQuery {
+  obj?: string
+  act?: string
+  domain?: string
+}
+
+/**
+ * The query of a check or verify when it holds only `obj`, `act` and
+ * `domain`, each once and well formed, with nothing to decode; else null,
+ * and the request is Fastify's (whose validation answers 400 with the
+ * service's envelope, and which takes `lang`, `explain`, `user_id`,
+ * `min_revision`).
+ */
+export function plainQuery(search: string): PlainQuery | null {
+  const query: PlainQuery = {}
+  if (search === '') return query
+  for (const pair of search.split('&')) {
+    const eq = pair.indexOf('=')
+    if (eq < 0) return null
+    const name = pair.slice(0, eq)
+    const value = pair.slice(eq + 1)
+    if (name === 'obj' || name === 'act') {
+      if (query[name] !== undefined || !PART.test(value)) return null
+      query[name] = value
+    } else if (name === 'domain') {
+      if (query.domain !== undefined || !DOMAIN.test(value)) return null
+      query.domain = value
+    } else return null
+  }
+  return query
+}
+
+/**
+ * The gateway's three decision routes answered straight from Node's request
+ * event when the request is the common case: a GET with a token verified
+ * before, a plain query, a policy not stale, an allowed answer (or either
+ * answer of a check). The answer is the one the Fastify route gives, byte
+ * for byte in body and in the service's headers (`x-request-id`, `nosniff`,
+ * `x-policy-revision`), and it is counted in the same metrics. Anything else
+ * (an error to answer, a token to verify, `lang`, `explain`, `user_id`,
+ * `min_revision`, HEAD, a denied forward auth) is left to Fastify, so every
+ * refusal keeps its envelope, locale and log line. Installed only while no
+ * per-request log line would be written (CHECK_LOG_LEVEL above info) and
+ * without CORS: docs/performance.md has the measured reason.
+ */
+export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount }: GatewayFastPathOptions): FastPath {
+  const checkLatency = metrics.recorder('GET', CHECK_PATH)
+  const verifyLatency = metrics.recorder('GET', VERIFY_PREFIX)
+  const prefixLatency = metrics.recorder('GET', `${VERIFY_PREFIX}/*`)
+
+  const answer = (request: IncomingMessage, response: ServerResponse, status: number, headers: Record<string, string>, body: string): void => {
+    headers['x-request-id'] = acceptedClientRequestId(request.headers['x-request-id']) ?? nextRequestId()
+    // rawAnswers.ts's NOSNIFF, spelt out: importing it would make a cycle through app.ts.
+    headers['x-content-type-options'] = 'nosniff'
+    headers['x-policy-revision'] = replica.revisionText
+    if (status !== 204) headers['content-length'] = String(Buffer.byteLength(body))
+    response.writeHead(status, headers)
+    response.end(body)
+  }
+
+  const identity = (account: Account): Record<string, string> =>
+    account.merchant_id === null ? { 'x-authz-user-id': account.id } : { 'x-authz-user-id': account.id, 'x-authz-merchant-id': account.merchant_id }
+
+  const forwardAuth = (request: IncomingMessage, response: ServerResponse, account: Account, ask: ForwardAuthAsk, status: 200 | 204, started: number): boolean => {
+    if (!forwardAuthAllows(ctx, account, ask)) return false
+    metrics.decision('verify', true)
+    answer(request, response, status, identity(account), '')
+    ;(status === 204 ? verifyLatency : prefixLatency)(status, (performance.now() - started) / 1000)
+    return true
+  }
+
+  return (request, response) => {
+    const url = request.url
+    if (request.method !== 'GET' || url === undefined || !url.startsWith('/v2/authz/')) return false
+    const started = performance.now()
+    const { headers } = request
+    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined || !PLAIN_URL.test(url)) return false
+    const account = cachedAccount(headers.authorization)
+    if (account === undefined || replica.isStale()) return false
+    const mark = url.indexOf('?')
+    const path = mark < 0 ? url : url.slice(0, mark)
+    if (path === CHECK_PATH) {
+      const query = plainQuery(mark < 0 ? '' : url.slice(mark + 1))
+      if (query === null || query.obj === undefined || query.act === undefined) return false
+      const allowed = checkPermission(ctx, account, { obj: query.obj, act: query.act, domain: query.domain })
+      metrics.decision('check', allowed)
+      answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8' }, allowed ? ANSWERS.true : ANSWERS.false)
+      checkLatency(200, (performance.now() - started) / 1000)
+      return true
+    }
+    if (path === VERIFY_PREFIX) {
+      const query = plainQuery(mark < 0 ? '' : url.slice(mark + 1))
+      return query !== null && forwardAuth(request, response, account, forwardAuthPair(query, headers, routeMap), 204, started)
+    }
+    if (path.startsWith(`${VERIFY_PREFIX}/`)) {
+      return forwardAuth(request, response, account, mappedPair(routeMap, 'GET', url.slice(VERIFY_PREFIX.length)), 200, started)
+    }
+    return false
+  }
+}
