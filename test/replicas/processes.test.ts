@@ -353,7 +353,8 @@ t.test('replicas as processes over one PostgreSQL schema', { skip }, async (t) =
     t.same(refused, [], 'every check answered within the wait, from at least the revoke’s revision')
   })
 
-  t.test('2 x 200 concurrent grant/revoke of one pair through A and B end in agreement', async (t) => {
+  // Through A and C: B's 1 s statement timeout is for its fault tests, and 8 writers queued on one row's lock can wait longer on a busy machine.
+  t.test('2 x 200 concurrent grant/revoke of one pair through A and C end in agreement', async (t) => {
     const b = cluster.b
     const racer = await call(a, 'POST', '/v2/admin/register', token, {
       command: 'register-admin',
@@ -380,7 +381,7 @@ t.test('replicas as processes over one PostgreSQL schema', { skip }, async (t) =
       }
       await Promise.all([worker(), worker(), worker(), worker()])
     }
-    await Promise.all([race(a, 0), race(b, 1)])
+    await Promise.all([race(a, 0), race(c, 1)])
     t.same(failures, [], 'every write answered 200')
 
     const head = Number((await db.query<{ r: string }>('SELECT revision::text AS r FROM store_revision')).rows[0]?.r)
