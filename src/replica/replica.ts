@@ -71,6 +71,11 @@ export class Replica {
     return this.now() - this.confirmedAt > this.options.maxStalenessMs
   }
 
+  /** Reads waiting in `waitFor` for a revision memory has not reached yet. */
+  get waitingReads(): number {
+    return this.waiters.length
+  }
+
   /** Full reloads since start (a gap in the feed, a failed in-place change, an operator's). */
   get reloads(): number {
     return this.reloadCount

@@ -241,10 +241,14 @@ class PGliteDatabase implements Database {
 /**
  * `dataDir` null keeps everything in memory; a folder is locked against a
  * second opener until closed. `lock` is for tests, which cannot wait 30 s
- * for a dead holder's lock to go stale.
+ * for a dead holder's lock to go stale; so is `loadDataDir`, an in-memory
+ * store started from a data folder PGlite dumped (`dumpDataDir`) instead of
+ * from its initdb, which costs seconds of CPU per store.
  */
-export async function openPGlite(dataDir: string | null, options: { lock?: LockTiming } = {}): Promise<Database> {
-  if (dataDir === null) return new PGliteDatabase(await PGlite.create(), null)
+export async function openPGlite(dataDir: string | null, options: { lock?: LockTiming; loadDataDir?: Blob } = {}): Promise<Database> {
+  if (dataDir === null) {
+    return new PGliteDatabase(await PGlite.create(options.loadDataDir !== undefined ? { loadDataDir: options.loadDataDir } : {}), null)
+  }
   const folder = resolve(dataDir)
   mkdirSync(folder, { recursive: true })
   const lock = await lockFolder(folder, options.lock ?? STORE_LOCK_TIMING)

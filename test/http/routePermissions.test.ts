@@ -2,6 +2,9 @@ import t from 'tap'
 import app from '../../src/http/app.js'
 import { createFastify } from '../../src/http/fastifyOptions.js'
 import { buildTestService } from '../helper.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('route declarations against the catalog')
 
 t.test('every admin route declares a permission that is in the active catalog', async (t) => {
   const service = await buildTestService(t)

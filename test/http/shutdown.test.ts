@@ -10,7 +10,7 @@ import type { Service } from '../../src/compose.js'
 import { StorageUnavailableError } from '../../src/storage/db.js'
 import { ModelError } from '../../src/engine/model.js'
 import { buildWithRetry, databaseUnreachable } from '../../src/http/startupRetry.js'
-import { EXIT_FORCED, forceAfterMs } from '../../src/http/shutdown.js'
+import { EXIT_FORCED } from '../../src/http/shutdown.js'
 import { postgresUrl, tempDir, testConfig } from '../helper.js'
 import { LOG_LEVELS, freePort, processDatabase, startServer, type LogLine, type ServerProcess } from '../support/serverProcess.js'
 import { pgliteRunOnly } from '../support/onceOnPGlite.js'
@@ -22,8 +22,6 @@ const SECRET = 'shutdown-test-secret-0123456789abcdef'
 const ADMIN_EMAIL = 'boot@example.com'
 const ADMIN_PASSWORD = `boot-${randomBytes(6).toString('hex')}`
 const SHUTDOWN_TIMEOUT_MS = 3000
-/** Past the deadline, what a busy 2-core machine may add before the exit is seen. */
-const EXIT_MARGIN_MS = 1000
 
 const baseEnv = (databaseUrl: string): Record<string, string> => ({
   DATABASE_URL: databaseUrl,
@@ -230,9 +228,9 @@ t.test('SIGTERM with 50 writes in flight, idle keep-alive clients, a silent and 
   const writes = [...held, ...burst].map((w) => w.write)
   // The signal comes while the burst is arriving.
   t.ok(await until(() => incoming((id) => id.startsWith('write-') && !heldIds.has(id)) >= 10), 'the burst is arriving')
-  const signalledAt = Date.now()
   const stopped = server.stop('SIGTERM', 20_000)
-  await server.waitForLog(isMsg(/^stopping/))
+  const stopping = await server.waitForLog(isMsg(/^stopping/))
+  t.equal(stopping.timeoutMs, SHUTDOWN_TIMEOUT_MS, 'the stop runs under SHUTDOWN_TIMEOUT_MS')
   for (const h of held) h.finish()
   late.write(
     `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(lateBody)}\r\nx-request-id: late-after-sigterm\r\n\r\n${lateBody}`,
@@ -248,21 +246,17 @@ t.test('SIGTERM with 50 writes in flight, idle keep-alive clients, a silent and 
 
   const outcomes = await Promise.all(writes.map((w) => w.outcome))
   const exit = await stopped
-  t.equal(exit.killed, false, 'the process exited by itself')
-  t.ok(exit.ms <= SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS, `exited ${exit.ms} ms after SIGTERM (limit ${SHUTDOWN_TIMEOUT_MS} ms)`)
-  t.ok(exit.ms >= forceAfterMs(SHUTDOWN_TIMEOUT_MS) - 100, 'held open by the stalled request until the deadline')
+  // What the server saw, not how long it took: at the deadline exactly one connection was still open
+  // (the stalled one), so the idle and never-used ones had been closed before it and the stalled one was
+  // held until it; a stop that closed the stalled request at once would find none and exit 0.
+  t.equal(exit.killed, false, 'the process exited by itself, within the 20 s the test gives it')
   t.equal(exit.code, EXIT_FORCED, `a stop the deadline cut short exits ${EXIT_FORCED}`)
-
-  const stoppingAt = Number(server.logs().find(isMsg(/^stopping/))?.time)
-  for (const connection of [...idle, silent]) {
-    const closedAt = await connection.closed(100)
-    t.ok(closedAt !== null && closedAt - stoppingAt < 1000, 'idle and never-used connections are closed at once, not at the deadline')
-  }
-  const stalledClosed = await stalled.closed(100)
-  t.ok(stalledClosed !== null && stalledClosed - signalledAt >= forceAfterMs(SHUTDOWN_TIMEOUT_MS) - 100, 'the stalled request is closed at the deadline')
   const deadlineLine = server.logs().find(isMsg(/^shutdown deadline/))
   t.equal(deadlineLine?.level, LOG_LEVELS.warn, 'the forced close is logged as a warning')
-  t.equal(deadlineLine?.forced, 1, 'naming how many connections it closed')
+  t.equal(deadlineLine?.forced, 1, 'naming how many connections it closed: one, the stalled request')
+  t.ok(server.logs().findIndex(isMsg(/^shutdown deadline/)) > server.logs().findIndex(isMsg(/^stopping/)), 'after the stop began')
+  for (const connection of [...idle, silent]) t.not(await connection.closed(100), null, 'idle and never-used connections are closed')
+  t.not(await stalled.closed(100), null, 'the stalled request is closed')
   t.ok(server.logs().some((l) => l.reqId === 'late-after-sigterm' && l.msg === 'request refused: the server is stopping'), 'the refusal is logged')
 
   for (const h of held) {
@@ -335,8 +329,9 @@ t.test('SIGINT, twice as a Ctrl-C under npm sends it: the request in flight is a
   t.equal(answer?.status, 200, 'the request in flight is answered')
   t.equal(answer?.headers.connection, 'close', 'telling the client not to send another on that connection')
   const exit = await stopped
+  // Exit 0 means nothing was forced and the service closed before the deadline: the stop did not sit out the 20 s.
   t.equal(exit.code, 0, 'every request answered in time: exit 0')
-  t.ok(exit.ms < 5000, `exited ${exit.ms} ms after SIGINT, far from the 20 s deadline`)
+  t.notOk(server.logs().some(isMsg(/^shutdown deadline|did not close before the deadline/)), 'the deadline never came')
   t.ok(server.logs().some((l) => l.msg === 'stopped in ' + String(l.ms) + ' ms' && l.forced === 0), 'the stop is logged with no connection forced')
   const store = await db.open()
   const rows = await store.query("SELECT 1 FROM casbin_rule WHERE ptype = 'p' AND v0 = 'sigint_role' AND v2 = 'orders' AND v3 = 'read'")
@@ -351,8 +346,8 @@ t.test('SIGTERM to `npm start` stops the server: the port is free and no process
   t.not(serverPid, server.pid, `npm (${server.pid}) runs the server as process ${serverPid}`)
   const exit = await server.stop('SIGTERM', 15_000)
   t.equal(exit.killed, false, 'npm exits by itself')
-  t.equal(exit.code, 0, 'with the server’s exit code')
-  t.ok(exit.ms < 5000, `npm exited ${exit.ms} ms after SIGTERM`)
+  t.equal(exit.code, 0, 'with the server’s exit code: stopped before its deadline, nothing forced')
+  t.notOk(server.logs().some(isMsg(/^shutdown deadline|did not close before the deadline/)), 'the deadline never came')
   t.throws(() => process.kill(serverPid, 0), { code: 'ESRCH' }, 'the server process is gone')
   t.notOk(server.groupAlive(), 'nothing npm started is left')
   const probe = await fetch(`${server.base}/healthz`).then(
@@ -394,15 +389,22 @@ t.test('start-up retries an unreachable database with backoff, then gives up', {
 })
 
 t.test('SIGTERM while start-up waits for the database ends the wait', { skip: pgliteRunOnly('an unreachable address, the same on both runs') }, async (t) => {
+  // A "database" that resets every connection, counting them: a wait slept out would end in one more attempt.
   const closedPort = await freePort()
+  const unreachable = await startTcpProxy({ targetPort: closedPort })
+  t.teardown(() => unreachable.close())
+  unreachable.cut('reset')
   const server = await startServer(t, {
     waitUntilHealthy: false,
-    env: { DATABASE_URL: `postgres://nobody:nothing@127.0.0.1:${closedPort}/none`, JWT_SECRET: SECRET, DB_STARTUP_TIMEOUT_MS: '60000' },
+    env: { DATABASE_URL: unreachable.url(`postgres://nobody:nothing@127.0.0.1:${closedPort}/none`), JWT_SECRET: SECRET, DB_STARTUP_TIMEOUT_MS: '60000' },
   })
-  await server.waitForLog((l) => isMsg(/^the database is unavailable/)(l) && l.attempt === 2)
+  // The fourth failure waits 2 s before the fifth attempt: the signal comes during that wait.
+  const fourth = await server.waitForLog((l) => isMsg(/^the database is unavailable/)(l) && l.attempt === 4)
+  const attemptsBefore = unreachable.stats().accepted
   const exit = await server.stop('SIGTERM')
   t.equal(exit.code, 0, 'a stop asked for: exit 0')
-  t.ok(exit.ms < 2000, `at once (${exit.ms} ms), not after the retry delay`)
+  t.equal(unreachable.stats().accepted, attemptsBefore, `no attempt after the signal: the ${String(fourth.retryInMs)} ms wait was ended, not slept out`)
+  t.notOk(server.logs().some((l) => isMsg(/^the database is unavailable/)(l) && Number(l.attempt) > 4), 'no fifth attempt logged')
   t.ok(server.logs().some(isMsg(/^stopped before the service started/)))
   t.equal(server.stderr(), '', 'no "cannot start"')
 })
@@ -480,14 +482,15 @@ t.test('the retry loop: backoff, giving up, a stop during the wait', async (t) =
   )
 
   warnings.length = 0
-  const began = Date.now()
-  await t.rejects(
-    buildWithRetry(config, log, new AbortController().signal, async () => {
-      throw refused
-    }),
-    /^the database is unavailable \(\d+ attempt\(s\) in \d+ ms, DB_STARTUP_TIMEOUT_MS=1000\): connect ECONNREFUSED/,
+  const gaveUp = await buildWithRetry(config, log, new AbortController().signal, async () => {
+    throw refused
+  }).then(
+    () => null,
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
   )
-  t.ok(Date.now() - began >= 1000, 'gives up once DB_STARTUP_TIMEOUT_MS has passed')
+  t.match(gaveUp, /^the database is unavailable \(\d+ attempt\(s\) in \d+ ms, DB_STARTUP_TIMEOUT_MS=1000\): connect ECONNREFUSED/, 'gives up')
+  // The time the loop itself counted, as it reports it: it gives up only once the limit has passed.
+  t.ok(Number(/ in (\d+) ms/.exec(gaveUp ?? '')?.[1]) >= 1000, `after the limit, by its own count (${gaveUp ?? ''})`)
   t.same(
     warnings.map((w) => w.retryInMs),
     [250, 500, Number(warnings[2]?.retryInMs)],

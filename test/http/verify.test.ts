@@ -12,6 +12,9 @@ import { ConfigError, loadConfig } from '../../src/config.js'
 import { RouteMap } from '../../src/domain/routeMap.js'
 import { buildTestApp, onboard, register, tempDir, testConfig } from '../helper.js'
 import { errorShapeProblems } from '../support/envelope.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('forward auth answers from memory, never the database')
 
 const ROUTES = [
   { method: 'GET', path: '/orders', obj: 'orders', act: 'read' },

@@ -10,6 +10,9 @@ import t from 'tap'
 import { EXIT_MODEL_DECISIONS } from '../../src/modelGate.js'
 import { TEST_SECRET, tempDir } from '../helper.js'
 import { LOG_LEVELS, processDatabase, repositoryRoot, startServer, type LogLine } from '../support/serverProcess.js'
+import { onceOnPGlite } from '../support/onceOnPGlite.js'
+
+onceOnPGlite('the model file gates the start, whatever the back end')
 
 const shipped = readFileSync(join(repositoryRoot, 'model.conf'), 'utf8')
 const decisions = readFileSync(join(repositoryRoot, 'model.decisions'), 'utf8')

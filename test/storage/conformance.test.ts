@@ -20,6 +20,7 @@ import { deleteRule, insertRule, iterateRules } from '../../src/storage/policyRo
 import { bumpRevision, currentRevision } from '../../src/storage/revision.js'
 import { insertSubRole, listDomainSubRoles, listSubRoles, subRoleExists } from '../../src/storage/subRoles.js'
 import { postgresUrl } from '../helper.js'
+import { emptyPGliteDataDir } from '../support/pgliteTemplate.js'
 
 /**
  * One suite for the storage functions, run against every back end in one
@@ -39,7 +40,7 @@ const backends: Backend[] = [
   {
     name: 'pglite',
     async open(t) {
-      const db = await openPGlite(null)
+      const db = await openPGlite(null, { loadDataDir: await emptyPGliteDataDir() })
       t.teardown(() => db.close())
       return db
     },
