@@ -10,7 +10,7 @@ import { RulesAdapter } from '../src/engine/adapter.js'
 import { DecisionIndex } from '../src/engine/decisionIndex.js'
 import { parseModel, readModel } from '../src/engine/model.js'
 import { indexRows } from '../src/engine/modelRows.js'
-import { iterateRules } from '../src/storage/policyRows.js'
+import { iterateRulePages } from '../src/storage/policyRows.js'
 import type { Database } from '../src/storage/db.js'
 import { BENCH_SECRET, postgresUrl } from './seed.js'
 
@@ -79,7 +79,7 @@ export async function loadPhases(db: Database): Promise<LoadPhases> {
   let started = performance.now()
   const p: string[][] = []
   const g: string[][] = []
-  for await (const row of iterateRules(db)) (row.ptype === 'g' ? g : p).push(row.fields)
+  for await (const page of iterateRulePages(db)) for (const row of page) (row.ptype === 'g' ? g : p).push(row.fields)
   const readMs = performance.now() - started
   const rules = p.length + g.length
   let before = heap()

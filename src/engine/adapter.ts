@@ -1,7 +1,7 @@
 import type { Adapter, FilteredAdapter, Model } from 'casbin'
 import type { Queryable } from '../storage/db.js'
 import { iterateOverrides } from '../storage/overrides.js'
-import { iterateRules } from '../storage/policyRows.js'
+import { iterateRulePages } from '../storage/policyRows.js'
 
 /** A filtered load: one merchant's domain plus `global`. */
 export interface DomainFilter {
@@ -107,16 +107,18 @@ export class StorageAdapter extends ReadOnlyAdapter implements FilteredAdapter {
       }
       return section
     }
-    for await (const row of iterateRules(this.db, options)) {
-      const section = sectionOf(row.ptype)
-      if (section === null) continue
-      // Storage drops trailing empty columns; a rule whose last declared
-      // field is an empty string must still reload with the model's width.
-      // The row's own array, interned in place: a million rows make a million fewer arrays.
-      const fields = row.fields
-      for (let i = 0; i < fields.length; i++) fields[i] = intern(fields[i] as string)
-      while (fields.length < section.width) fields.push('')
-      section.policy.push(fields)
+    for await (const page of iterateRulePages(this.db, options)) {
+      for (const row of page) {
+        const section = sectionOf(row.ptype)
+        if (section === null) continue
+        // Storage drops trailing empty columns; a rule whose last declared
+        // field is an empty string must still reload with the model's width.
+        // The row's own array, interned in place: a million rows make a million fewer arrays.
+        const fields = row.fields
+        for (let i = 0; i < fields.length; i++) fields[i] = intern(fields[i] as string)
+        while (fields.length < section.width) fields.push('')
+        section.policy.push(fields)
+      }
     }
     const p = model.model.get('p')?.get('p')
     if (p === undefined) return

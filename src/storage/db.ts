@@ -12,6 +12,11 @@ export interface QueryResult<R> {
 
 export interface Queryable {
   query<R = Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>>
+  /**
+   * The rows as arrays of column values in select order: no object per row
+   * (a full load reads a million rows, and each object would be garbage).
+   */
+  queryArrays(text: string, params?: readonly unknown[]): Promise<unknown[][]>
   /** Runs a script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>
 }

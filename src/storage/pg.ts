@@ -29,6 +29,7 @@ export interface PostgresOptions {
 
 interface PgTarget {
   query(text: string, params?: unknown[]): Promise<pg.QueryResult>
+  query(config: pg.QueryArrayConfig): Promise<pg.QueryArrayResult>
 }
 
 /** One statement; a connection-level failure becomes StorageUnavailableError, anything else stays as it is. */
@@ -41,9 +42,19 @@ async function send<R>(target: PgTarget, text: string, params: readonly unknown[
   }
 }
 
+/** One statement, its rows as arrays; failures as in send(). */
+async function sendArrays(target: PgTarget, text: string, params: readonly unknown[] = []): Promise<unknown[][]> {
+  try {
+    return (await target.query({ text, values: params as unknown[], rowMode: 'array' })).rows
+  } catch (error) {
+    throw isStorageUnavailable(error) ? new StorageUnavailableError(error) : error
+  }
+}
+
 function queryableOf(client: pg.PoolClient): Queryable {
   return {
     query: <R = Row>(text: string, params?: readonly unknown[]) => send<R>(client, text, params),
+    queryArrays: (text: string, params?: readonly unknown[]) => sendArrays(client, text, params),
     async exec(script: string) {
       await send(client, script)
     },
@@ -66,6 +77,10 @@ class PostgresDatabase implements Database {
 
   query<R = Row>(text: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
     return send<R>(this.pool, text, params)
+  }
+
+  queryArrays(text: string, params: readonly unknown[] = []): Promise<unknown[][]> {
+    return sendArrays(this.pool, text, params)
   }
 
   async exec(script: string): Promise<void> {

@@ -7,7 +7,7 @@ import lockfile from 'proper-lockfile'
 import type { Database, QueryResult, Queryable, Row } from './db.js'
 
 interface PGliteQueryable {
-  query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>
+  query<R>(text: string, params?: unknown[], options?: { rowMode?: 'array' | 'object' }): Promise<{ rows: R[]; affectedRows?: number }>
   exec(script: string): Promise<unknown>
 }
 
@@ -18,6 +18,10 @@ function adapt(target: PGliteQueryable, check: () => void): Queryable {
       check()
       const result = await target.query<R>(text, params as unknown[])
       return { rows: result.rows, rowCount: result.affectedRows || result.rows.length }
+    },
+    async queryArrays(text: string, params: readonly unknown[] = []): Promise<unknown[][]> {
+      check()
+      return (await target.query<unknown[]>(text, params as unknown[], { rowMode: 'array' })).rows
     },
     async exec(script: string): Promise<void> {
       check()
@@ -208,6 +212,10 @@ class PGliteDatabase implements Database {
 
   query<R = Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
     return this.plain.query<R>(text, params)
+  }
+
+  queryArrays(text: string, params?: readonly unknown[]): Promise<unknown[][]> {
+    return this.plain.queryArrays(text, params)
   }
 
   exec(script: string): Promise<void> {

@@ -14,7 +14,7 @@ import { parseModel } from '../../src/engine/model.js'
 import type { QueryResult, Queryable, Row } from '../../src/storage/db.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { iterateOverrides, setOverride, type OverrideRow } from '../../src/storage/overrides.js'
-import { deleteRule, insertRule, iterateRules, type PolicyType } from '../../src/storage/policyRows.js'
+import { deleteRule, insertRule, iterateRulePages, iterateRules, type PolicyType } from '../../src/storage/policyRows.js'
 import { openPostgres } from '../../src/storage/pg.js'
 import { backend, buildTestService, freshDatabase, postgresUrl, secondConnection } from '../helper.js'
 
@@ -95,6 +95,11 @@ function recording(db: Queryable): { q: Queryable; pages: number[] } {
         const result = await db.query<R>(text, params)
         pages.push(result.rows.length)
         return result
+      },
+      async queryArrays(text: string, params?: readonly unknown[]): Promise<unknown[][]> {
+        const rows = await db.queryArrays(text, params)
+        pages.push(rows.length)
+        return rows
       },
       exec: (script) => db.exec(script),
     },
@@ -437,6 +442,18 @@ t.test('the storage adapter', async (t) => {
     const expectedM1 = expected.filter((r) => (r.ptype === 'p' ? ['m1', 'global'].includes(r.fields[1] ?? '') : r.fields[2] === 'm1'))
     t.same(m1, expectedM1, 'a filtered stream pages over the filtered rows')
     t.ok(filtered.pages.every((n) => n <= 7))
+
+    // The next page is asked for before this one is handed out; a reader that stops early leaves nothing running.
+    const early = recording(db)
+    const firstPage = []
+    for await (const page of iterateRulePages(early.q, { pageSize: 7 })) {
+      firstPage.push(...page)
+      break
+    }
+    t.same(firstPage, expected.slice(0, 7), 'the first page')
+    t.same(early.pages, [7, 7], 'the second page was read ahead, and nothing after it')
+    const count = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM casbin_rule')
+    t.equal(count.rows[0]?.n, 45, 'the connection answers after a reader stopped early')
 
     // Keys that share prefixes (same user, same domain, same obj) and differ in case.
     const keys: Array<[string, string, string, string]> = [

@@ -51,6 +51,7 @@ function countingTransactions(db: Database & { schema?: string }): { db: Databas
     kind: db.kind,
     ...(db.schema !== undefined ? { schema: db.schema } : {}),
     query: (text, params) => db.query(text, params),
+    queryArrays: (text, params) => db.queryArrays(text, params),
     exec: (script) => db.exec(script),
     snapshot: (work) => db.snapshot(work),
     ...(db.listen !== undefined ? { listen: db.listen.bind(db) } : {}),
