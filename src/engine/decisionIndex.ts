@@ -76,6 +76,11 @@ export class DecisionIndex {
   private readonly reached = new Map<string, Map<string, readonly string[]>>()
   /** Marks the latest change of these rows (nextStamp): answers worked out from them stay good while it stays. */
   stamp = nextStamp()
+  /**
+   * Where the p rows come from when their part of the index is built on
+   * first use (see deferringPolicies); null once built, or when built at once.
+   */
+  private policySource: (() => Iterable<readonly string[]>) | null = null
 
   static build(policies: Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
     const index = new DecisionIndex()
@@ -84,7 +89,33 @@ export class DecisionIndex {
     return index
   }
 
+  /**
+   * An index whose role links are built now and whose p rows are read from
+   * `policies` only when something first asks about grants (holders,
+   * effective permissions, previews). For an edited model, whose decisions
+   * come from the candidate index: a load then builds no second index of
+   * every p row before the service is ready. `policies` must give the rows
+   * as they are when it is called; p writes before then only mark the stamp.
+   */
+  static deferringPolicies(policies: () => Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
+    const index = DecisionIndex.build([], groupings)
+    index.policySource = policies
+    return index
+  }
+
+  /** Builds the p part now if it was deferred. */
+  private policiesReady(): void {
+    const source = this.policySource
+    if (source === null) return
+    this.policySource = null
+    const stamp = this.stamp
+    for (const rule of source()) this.addPolicy(rule)
+    // The same rows as before: answers worked out from them stay good.
+    this.stamp = stamp
+  }
+
   private pairId(obj: string, act: string, create: boolean): number | undefined {
+    if (!create) this.policiesReady()
     let acts = this.pairIds.get(obj)
     if (acts === undefined) {
       if (!create) return undefined
@@ -102,6 +133,10 @@ export class DecisionIndex {
 
   /** A p row: sub, dom, obj, act, eft. */
   addPolicy(rule: readonly string[]): void {
+    if (this.policySource !== null) {
+      this.stamp = nextStamp()
+      return
+    }
     const [sub, domain, obj, act, eft] = rule
     const bit = effectBit(eft)
     if (sub === undefined || domain === undefined || obj === undefined || act === undefined || bit === 0) return
@@ -123,6 +158,10 @@ export class DecisionIndex {
   }
 
   removePolicy(rule: readonly string[]): void {
+    if (this.policySource !== null) {
+      this.stamp = nextStamp()
+      return
+    }
     const [sub, domain, obj, act, eft] = rule
     const bit = effectBit(eft)
     if (sub === undefined || domain === undefined || obj === undefined || act === undefined || bit === 0) return
@@ -334,6 +373,7 @@ export class DecisionIndex {
 
   /** The allow and deny rows whose subject is `subject`, in the given domains (no scan of other subjects). */
   rulesOf(subject: string, domains: readonly string[]): IndexedRule[] {
+    this.policiesReady()
     const byDomain = this.grants.get(subject)
     if (byDomain === undefined) return []
     const result: IndexedRule[] = []

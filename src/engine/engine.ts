@@ -174,7 +174,11 @@ export class PermissionEngine {
     enforcer.enableAutoSave(false)
     const model = enforcer.getModel().model
     const rows = model.get('p')?.get('p')?.policy ?? []
-    const index = DecisionIndex.build(rows, model.get('g')?.get('g')?.policy ?? [])
+    const groupings = model.get('g')?.get('g')?.policy ?? []
+    let candidates: CandidateIndex | null = null
+    // An edited model decides from the candidate index: the p part of this one waits until holders or previews ask.
+    const index =
+      mode === 'candidates' ? DecisionIndex.deferringPolicies(() => candidates?.ordered() ?? rows, groupings) : DecisionIndex.build(rows, groupings)
     // Part of the load, not of the first write after it: at a million rules the row tables take a while to build.
     if (mode === 'index') indexRows(enforcer.getModel())
     if (mode === 'candidates') indexRows(enforcer.getModel(), ['g'])
@@ -182,9 +186,10 @@ export class PermissionEngine {
     const compiled = alternatives === null ? null : CompiledModel.compile(enforcer.getModel(), roleFunctions(enforcer, index))
     let narrowing: Narrowing | null = null
     if (alternatives !== null) {
-      const candidates = new CandidateIndex(alternatives, rows)
+      const narrowed = new CandidateIndex(alternatives, rows)
+      candidates = narrowed
       const noMatch = compiled === null ? await noMatchAnswer(modelText) : compiled.noMatch()
-      narrowing = { index: candidates, noMatch, compiled, list: new LazyPolicyList(enforcer.getModel(), () => candidates.ordered()) }
+      narrowing = { index: narrowed, noMatch, compiled, list: new LazyPolicyList(enforcer.getModel(), () => narrowed.ordered()) }
     }
     return { enforcer, index, cache: mode === 'index' ? null : new Map(), expiries, narrowing }
   }
