@@ -3,8 +3,9 @@
  * `src/http/server.ts` to its first 200 on /readyz, and where a load's time
  * goes, measured step by step in this process on the same store.
  */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { createServer } from 'node:net'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { newEnforcer } from 'casbin'
 import { RulesAdapter } from '../src/engine/adapter.js'
 import { DecisionIndex } from '../src/engine/decisionIndex.js'
@@ -12,6 +13,7 @@ import { parseModel, readModel } from '../src/engine/model.js'
 import { indexRows } from '../src/engine/modelRows.js'
 import { iterateRulePages } from '../src/storage/policyRows.js'
 import type { Database } from '../src/storage/db.js'
+import { openPostgres } from '../src/storage/pg.js'
 import { BENCH_SECRET, postgresUrl } from './seed.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
@@ -24,14 +26,29 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address !== null ? address.port : 0
 }
 
+const repository = new URL('..', import.meta.url).pathname
+
+/**
+ * How the runner is started: `built` is what the container image runs
+ * (`node dist/http/server.js`, compiled here first with `npm run build`),
+ * `source` is `npm start` (TypeScript compiled as it loads, by tsx).
+ */
+export type RunnerForm = 'built' | 'source'
+
+/** Compiles src/ into dist/ (`npm run build`), for the `built` form. */
+export function buildRunner(): void {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: repository, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
 /** Milliseconds from spawning the runner on `schema` to its first 200 on /readyz. */
-export async function spawnToReady(schema: string): Promise<number> {
+export async function spawnToReady(schema: string, form: RunnerForm = 'source'): Promise<number> {
   if (postgresUrl === undefined) throw new Error('cold start is measured on PostgreSQL')
   const port = await freePort()
   const url = new URL(postgresUrl)
   url.searchParams.set('options', `-c search_path=${schema}`)
   const started = performance.now()
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL('../src/http/server.ts', import.meta.url).pathname], {
+  const entry = form === 'built' ? [`${repository}dist/http/server.js`] : ['--import', 'tsx', `${repository}src/http/server.ts`]
+  const child = spawn(process.execPath, entry, {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL: url.toString(), JWT_SECRET: BENCH_SECRET, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' },
   })
@@ -54,7 +71,7 @@ export async function spawnToReady(schema: string): Promise<number> {
 }
 
 export interface LoadPhases {
-  /** The rows read through storage's iterator (query, transfer and pg's parse of the rows). */
+  /** The rows read through storage's iterator (query, transfer and pg's parse of the rows) and interned as the adapter does. */
   readMs: number
   /** Casbin's model filled from rows in memory (newEnforcer over an in-memory adapter). */
   casbinMs: number
@@ -79,7 +96,19 @@ export async function loadPhases(db: Database): Promise<LoadPhases> {
   let started = performance.now()
   const p: string[][] = []
   const g: string[][] = []
-  for await (const page of iterateRulePages(db)) for (const row of page) (row.ptype === 'g' ? g : p).push(row.fields)
+  // Interned as the storage adapter does: a million rows' repeated values are a few thousand strings.
+  const pool = new Map<string, string>()
+  for await (const page of iterateRulePages(db)) {
+    for (const { ptype, fields } of page) {
+      for (let i = 0; i < fields.length; i++) {
+        const value = fields[i] as string
+        const known = pool.get(value)
+        if (known === undefined) pool.set(value, value)
+        else fields[i] = known
+      }
+      ;(ptype === 'g' ? g : p).push(fields)
+    }
+  }
   const readMs = performance.now() - started
   const rules = p.length + g.length
   let before = heap()
@@ -99,4 +128,25 @@ export async function loadPhases(db: Database): Promise<LoadPhases> {
   // Both kept alive until measured.
   if (index === null || enforcer === null) throw new Error('unreachable')
   return { readMs, casbinMs, rowTablesMs, indexMs, rules, casbinHeapPerRule: casbinHeap / rules, indexHeapPerRule: indexHeap / rules }
+}
+
+/**
+ * loadPhases in a process of its own (`--phases <schema>`): the caller's own
+ * heap (a bench holding a million-rule engine already) would make every step's
+ * garbage collection, and so its time, larger than a starting runner's.
+ */
+export function loadPhasesApart(schema: string): LoadPhases {
+  const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--phases', schema], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  return JSON.parse(out) as LoadPhases
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === '--phases') {
+  if (postgresUrl === undefined) throw new Error('load phases are measured on PostgreSQL')
+  const db = openPostgres({ url: postgresUrl, schema: process.argv[3] as string })
+  const phases = await loadPhases(db)
+  await db.close()
+  process.stdout.write(JSON.stringify(phases))
 }

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { loadPhases, spawnToReady } from './coldStart.js'
+import { buildRunner, loadPhasesApart, spawnToReady } from './coldStart.js'
 import { load, median, rounds, roundRatio, spawnServer, type LoadRun, type Server, type Target } from './http.js'
 import { topFrames } from './profile.js'
 import type { PermissionEngine } from '../src/engine/engine.js'
@@ -198,9 +198,17 @@ if (postgresUrl !== undefined && !QUICK) {
   const ratios: number[] = []
   for (let i = 0; i < 7; i++) ratios.push(small.ask(400) / huge.ask(400))
   record('index decisions/s, 1k rules / 1M rules (asked in turn, median of 7)', fmt(median(ratios), 2), '(target <= 1.2)')
-  const readyMs = await spawnToReady(huge.store.schema as string)
-  record('cold start, 1M rules, spawn to /readyz (PostgreSQL)', `${fmt(readyMs)} ms`, '(target < 4,000)')
-  const phases = await loadPhases(huge.store.db)
+  // Each form three times in turn, the median: one start is at the mercy of whatever else the machine does.
+  buildRunner()
+  const built: number[] = []
+  const source: number[] = []
+  for (let i = 0; i < 3; i++) {
+    built.push(await spawnToReady(huge.store.schema as string, 'built'))
+    source.push(await spawnToReady(huge.store.schema as string, 'source'))
+  }
+  record('cold start, 1M rules, spawn to /readyz (PostgreSQL), `node dist/http/server.js` as the image runs it (median of 3)', `${fmt(median(built))} ms`, '(target < 4,000)')
+  record('cold start, 1M rules, spawn to /readyz (PostgreSQL), `npm start` (tsx compiles src/ as it loads; median of 3)', `${fmt(median(source))} ms`)
+  const phases = loadPhasesApart(huge.store.schema as string)
   record(`load step: read the rows through storage (query, transfer, parse), ${fmt(phases.rules)} rows`, `${fmt(phases.readMs)} ms`)
   record('load step: Casbin model filled from rows in memory', `${fmt(phases.casbinMs)} ms`, `(${fmt(phases.casbinHeapPerRule)} B heap per rule)`)
   record("load step: the model's row tables (for in-place changes)", `${fmt(phases.rowTablesMs)} ms`)
