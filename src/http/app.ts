@@ -96,7 +96,13 @@ function declaredMethods(fastify: FastifyInstance): (path: string, method: strin
 /** The whole HTTP API as one plugin: the runner and the tests register this same plugin. */
 const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   const localizer = createLocalizer(service.config.defaultLocale)
-  fastify.setValidatorCompiler(createValidatorCompiler())
+  const validators = createValidatorCompiler()
+  fastify.setValidatorCompiler(validators)
+  // Once the server listens, the validators no request has compiled yet, in the background (validation.ts says why).
+  fastify.addHook('onListen', (done) => {
+    done()
+    validators.compileDeferred().catch((error: unknown) => fastify.log.error({ err: error }, 'a route schema does not compile'))
+  })
   // Commands are JSON only: any other content type is a 415, not a string body.
   fastify.removeContentTypeParser('text/plain')
   // JSON bodies are refused for their shape before they are parsed and validated: see jsonBody.ts.

@@ -1,10 +1,12 @@
 import type { Server } from 'node:http'
+import SerializerSelector from '@fastify/fast-json-stringify-compiler'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { trustFunction } from '../domain/clientIp.js'
 import { BODY_LIMIT } from './app.js'
 import { putBehindFastPath } from './fastPath.js'
 import { httpTimeouts, limitConnections } from './connectionLimits.js'
+import { DeferredCompiles } from './deferredCompile.js'
 import { createLocalizer, type Localizer } from './i18n/index.js'
 import { NOSNIFF, parserRefusal, routerRefusal } from './rawAnswers.js'
 import { DeferredLogger } from './requestLogger.js'
@@ -18,9 +20,11 @@ export type FastifyConfig = Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLoc
  * ids, redacted logs, and the service's envelope for what the router and
  * the HTTP parser refuse before any route runs.
  */
-export function fastifyOptions(config: FastifyConfig, localizer: Localizer): FastifyHttpOptions<Server> {
+export function fastifyOptions(config: FastifyConfig, localizer: Localizer, compiles = new DeferredCompiles()): FastifyHttpOptions<Server> {
   return {
     bodyLimit: BODY_LIMIT,
+    // Each route's answer serialisers are built when first used, or by compiles.drain() (deferredCompile.ts).
+    schemaController: { compilersFactory: { buildSerializer: deferredSerializers(compiles) } },
     ...httpTimeouts(config.connections),
     trustProxy: trustFunction(config.trustProxy),
     // Our own id for every request; the client's x-request-id is only logged beside it (childLoggerFactory).
@@ -49,12 +53,30 @@ export function fastifyOptions(config: FastifyConfig, localizer: Localizer): Fas
   }
 }
 
+/** Fastify's own serialiser factory (fast-json-stringify), each serialiser built on first use. */
+function deferredSerializers(compiles: DeferredCompiles): SerializerSelector.SerializerFactory {
+  const build = SerializerSelector()
+  return (externalSchemas, options) => {
+    const compile = build(externalSchemas, options)
+    return (route) => {
+      const serializer = compiles.defer(() => compile(route))
+      return (doc) => serializer()(doc)
+    }
+  }
+}
+
 const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
 
 
 /** Fastify with the service's options, its connections counted and followed, and the headers every answer has. */
 export function createFastify(config: FastifyConfig): FastifyInstance {
-  const fastify = Fastify(fastifyOptions(config, createLocalizer(config.defaultLocale)))
+  const compiles = new DeferredCompiles()
+  const fastify = Fastify(fastifyOptions(config, createLocalizer(config.defaultLocale), compiles))
+  // Once listening, the serialisers no answer has built yet, in the background.
+  fastify.addHook('onListen', (done) => {
+    done()
+    compiles.drain().catch((error: unknown) => fastify.log.error({ err: error }, 'an answer schema does not compile'))
+  })
   const drain = new ConnectionDrain(fastify.server)
   drains.set(fastify, drain)
   // Fastify goes behind a slot the app may fill with a fast path (serveFirst); a stop swaps both out (ConnectionDrain).

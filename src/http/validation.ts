@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchema } from 'fastify'
 import type { FieldError } from '../domain/errors.js'
+import { DeferredCompiles } from './deferredCompile.js'
 import type { Translate } from './i18n/index.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
@@ -34,14 +35,17 @@ function firstErrors(errors: readonly ErrorObject[]): ErrorObject[] {
   return kept
 }
 
-/** An Ajv validator whose `errors` are firstErrors() of Ajv's; Fastify still sees `schemaEnv`, so defaults reach the root. */
-function bounded(validate: ValidateFunction): ValidateFunction {
-  const check = ((data: unknown, context?: Parameters<ValidateFunction>[1]) => {
-    const valid = validate(data, context)
-    check.errors = valid ? null : firstErrors(validate.errors ?? [])
-    return valid
-  }) as ValidateFunction
-  return Object.assign(check, { schema: validate.schema, schemaEnv: validate.schemaEnv, errors: null })
+/**
+ * Gives each route a validator that Ajv compiles when it first validates
+ * something or when compileDeferred() reaches it, whichever comes first
+ * (deferredCompile.ts says why). Its
+ * `errors` are firstErrors() of Ajv's; Fastify reads `schemaEnv` (so that
+ * defaults reach the root), which compiles it too.
+ */
+export interface ValidatorCompiler {
+  (route: { schema: FastifySchema; httpPart?: string }): ValidateFunction
+  /** Compiles the validators not compiled yet, one per turn of the event loop: a request arriving meanwhile waits for one at most. */
+  compileDeferred(): Promise<void>
 }
 
 /**
@@ -52,14 +56,27 @@ function bounded(validate: ValidateFunction): ValidateFunction {
  * by JSON_BODY_BOUNDS (jsonBody.ts), a query string by the 16 KB of headers
  * Node's parser accepts.
  */
-export function createValidatorCompiler() {
+export function createValidatorCompiler(): ValidatorCompiler {
   const options = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false } as const
   const strict = new Ajv({ ...options, coerceTypes: false })
   const coercing = new Ajv({ ...options, coerceTypes: true })
   addFormats(strict)
   addFormats(coercing)
-  return ({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) =>
-    bounded((httpPart === 'body' ? strict : coercing).compile(schema as object))
+  const deferred = new DeferredCompiles()
+  const compiler = ({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }): ValidateFunction => {
+    const compiled = deferred.defer(() => (httpPart === 'body' ? strict : coercing).compile(schema as object))
+    const check = ((data: unknown, context?: Parameters<ValidateFunction>[1]) => {
+      const run = compiled()
+      const valid = run(data, context)
+      check.errors = valid ? null : firstErrors(run.errors ?? [])
+      return valid
+    }) as ValidateFunction
+    check.errors = null
+    Object.defineProperty(check, 'schemaEnv', { get: () => compiled().schemaEnv })
+    Object.defineProperty(check, 'schema', { get: () => compiled().schema })
+    return check
+  }
+  return Object.assign(compiler, { compileDeferred: () => deferred.drain() })
 }
 
 /** The field an AJV error is about, named as the client sent it (`email`, `checks[0].obj`, `page`). */
