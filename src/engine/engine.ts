@@ -11,7 +11,7 @@ import { OverrideExpiries } from './overrideExpiryQueue.js'
 import { CandidateIndex } from './candidateIndex.js'
 import { CompiledModel, type RoleFunction } from './compiledModel.js'
 import { analyseMatcher } from './matcherAnalysis.js'
-import { appendRow, hasRow, indexRows, removeRows } from './modelRows.js'
+import { appendRow, hasRow, indexRowsSoon, removeRows } from './modelRows.js'
 import { LazyPolicyList } from './lazyPolicyList.js'
 
 /** What a decision needs to know about the user asking. */
@@ -179,9 +179,9 @@ export class PermissionEngine {
     // An edited model decides from the candidate index: the p part of this one waits until holders or previews ask.
     const index =
       mode === 'candidates' ? DecisionIndex.deferringPolicies(() => candidates?.ordered() ?? rows, groupings) : DecisionIndex.build(rows, groupings)
-    // Part of the load, not of the first write after it: at a million rules the row tables take a while to build.
-    if (mode === 'index') indexRows(enforcer.getModel())
-    if (mode === 'candidates') indexRows(enforcer.getModel(), ['g'])
+    // Built in the background once loaded, so neither the load nor (most likely) the first write after it waits for them.
+    if (mode === 'index') indexRowsSoon(enforcer.getModel())
+    if (mode === 'candidates') indexRowsSoon(enforcer.getModel(), ['g'])
     const alternatives = mode === 'candidates' ? analyseMatcher(enforcer.getModel()) : null
     const compiled = alternatives === null ? null : CompiledModel.compile(enforcer.getModel(), roleFunctions(enforcer, index))
     let narrowing: Narrowing | null = null

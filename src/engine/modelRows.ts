@@ -88,19 +88,45 @@ export class RowTable {
   private readonly counts: number[] = []
   /** Rows the table holds, to notice rows pushed onto the list behind its back. */
   private size = 0
+  /** While a table is built a slice at a time (fileSome): the positions of `rows` filed so far. */
+  private filed = 0
+  private building = true
 
-  /** `rows` may hold holes (undefined) where rows were taken out keeping the others' places (see takeKeepingPlaces). */
-  constructor(readonly rows: Array<string[] | undefined>) {
+  /**
+   * `rows` may hold holes (undefined) where rows were taken out keeping the
+   * others' places (see takeKeepingPlaces). With `later`, no row is filed
+   * yet: fileSome() files them a slice at a time.
+   */
+  constructor(
+    readonly rows: Array<string[] | undefined>,
+    later = false,
+  ) {
     // Sized for the rows at hand, so a large load does not grow each part several times over.
     const start = rows.length < PARTS ? 0 : slotCount(rows.length / PARTS)
     for (let part = 0; part < PARTS; part++) {
       this.parts.push(start === 0 ? (EMPTY_PART as number[]) : new Array<number>(start).fill(0))
       this.counts.push(0)
     }
-    for (let pos = 0; pos < rows.length; pos++) {
+    if (!later) this.fileSome(rows.length)
+  }
+
+  /** Whether every row of the list is filed (changes are only made to a complete table). */
+  get complete(): boolean {
+    return !this.building
+  }
+
+  /** Files up to `count` more rows of the list, while the table is being built; whether it is now complete. */
+  fileSome(count: number): boolean {
+    if (!this.building) return true
+    const { rows } = this
+    const end = Math.min(rows.length, this.filed + count)
+    for (let pos = this.filed; pos < end; pos++) {
       const row = rows[pos]
       if (row !== undefined) this.place(pos, hashRow(row))
     }
+    this.filed = end
+    this.building = end < rows.length
+    return !this.building
   }
 
   /** Rows the table holds. */
@@ -240,6 +266,8 @@ function tableOf(model: Model, ptype: 'p' | 'g'): RowTable {
   if (assertion === undefined) throw new Error(`the model has no ${ptype} section`)
   const rows = assertion.policy
   let table = tables.get(rows)
+  // A table still being built a slice at a time (indexRowsSoon) is finished now: a write cannot wait for it.
+  if (table !== undefined && !table.complete && table.rows === rows) table.fileSome(rows.length)
   if (table === undefined || !table.describes(rows)) {
     table = new RowTable(rows)
     tables.set(rows, table)
@@ -250,6 +278,33 @@ function tableOf(model: Model, ptype: 'p' | 'g'): RowTable {
 /** Builds the tables of the given rule lists now, so the first write after a load does not pay for it. */
 export function indexRows(model: Model, ptypes: ReadonlyArray<'p' | 'g'> = ['p', 'g']): void {
   for (const ptype of ptypes) tableOf(model, ptype)
+}
+
+/** Rows filed per turn of the event loop by indexRowsSoon: about 10 ms of work, so checks in between wait no longer. */
+const ROWS_PER_TURN = 25_000
+
+/**
+ * Builds the tables of the given rule lists in the background, a slice per
+ * turn of the event loop: a load is ready without them (at a million rules
+ * they take about a third of a second), and nothing waits for them but a
+ * write, which finishes the table it needs at once (tableOf).
+ */
+export function indexRowsSoon(model: Model, ptypes: ReadonlyArray<'p' | 'g'> = ['p', 'g']): void {
+  for (const ptype of ptypes) {
+    const rows = model.model.get(ptype)?.get(ptype)?.policy
+    if (rows === undefined) continue
+    if (rows.length <= ROWS_PER_TURN) {
+      tableOf(model, ptype)
+      continue
+    }
+    const table = new RowTable(rows, true)
+    tables.set(rows, table)
+    const fileSlice = (): void => {
+      // A table replaced (a reload, Casbin's own list swap) or finished by a write needs no more slices.
+      if (tables.get(rows) === table && !table.fileSome(ROWS_PER_TURN)) setImmediate(fileSlice)
+    }
+    setImmediate(fileSlice)
+  }
 }
 
 /** Whether a row equal to `values` is in the model. */

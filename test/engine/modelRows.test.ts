@@ -3,7 +3,7 @@ import { newEnforcer, newModelFromString, type Enforcer, type Model } from 'casb
 import fc from 'fast-check'
 import t from 'tap'
 import { PermissionEngine } from '../../src/engine/engine.js'
-import { appendRow, hasRow, indexRows, removeRows } from '../../src/engine/modelRows.js'
+import { appendRow, hasRow, indexRows, indexRowsSoon, removeRows } from '../../src/engine/modelRows.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { deleteRule, insertRule } from '../../src/storage/policyRows.js'
 import { freshDatabase } from '../helper.js'
@@ -286,4 +286,41 @@ t.test('after random grants, revokes and role links, the engine holds and decide
     { seed: SEED, numRuns: Number(process.env.DIFFERENTIAL_RUNS ?? 15) },
   )
   t.ok(compared > 0, `${compared} decisions compared`)
+})
+
+t.test('tables built in the background: a write before they are done finishes them first, and they end whole either way', async (t) => {
+  const rowOf = (i: number) => [`u${i}`, `m${i % 7}`, 'orders', 'read', i % 5 === 0 ? 'deny' : 'allow']
+  const modelWith = async (count: number) => {
+    const model = (await newEnforcer(newModelFromString(modelText))).getModel()
+    const rows = listOf(model, 'p')
+    for (let i = 0; i < count; i++) rows.push(rowOf(i))
+    return model
+  }
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 50))
+  const found = (model: Model, count: number) => Array.from({ length: count }, (_, i) => i).filter((i) => hasRow(model, 'p', rowOf(i))).length
+
+  // Left alone: the slices (or, if they are not done yet, the first look-up) file every row.
+  const alone = await modelWith(80_000)
+  indexRowsSoon(alone, ['p'])
+  await settle()
+  t.equal(found(alone, 80_000), 80_000, 'every row is found')
+  t.notOk(hasRow(alone, 'p', rowOf(80_000)), 'a row never added is not')
+
+  // Written to at once: the write finishes the table, and the slices left find nothing more to do.
+  const written = await modelWith(80_000)
+  indexRowsSoon(written, ['p'])
+  t.ok(hasRow(written, 'p', rowOf(79_999)), 'the last row is found before any slice ran')
+  t.ok(removeRows(written, 'p', rowOf(5)), 'a removal finds its row')
+  appendRow(written, 'p', rowOf(80_000))
+  await settle()
+  t.equal(listOf(written, 'p').length, 80_000, 'one row out, one in')
+  t.equal(found(written, 80_001), 80_000, 'every row held is found, and none twice')
+  t.notOk(hasRow(written, 'p', rowOf(5)), 'the removed row is gone')
+  t.ok(removeRows(written, 'p', rowOf(80_000)), 'the row added is found')
+  t.notOk(removeRows(written, 'p', rowOf(80_000)), 'and only once')
+
+  // A small list is filed at once.
+  const small = await modelWith(100)
+  indexRowsSoon(small, ['p'])
+  t.equal(found(small, 100), 100)
 })
