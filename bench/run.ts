@@ -211,7 +211,7 @@ if (postgresUrl !== undefined && !QUICK) {
   const phases = loadPhasesApart(huge.store.schema as string)
   record(`load step: read the rows through storage (query, transfer, parse), ${fmt(phases.rules)} rows`, `${fmt(phases.readMs)} ms`)
   record('load step: Casbin model filled from rows in memory', `${fmt(phases.casbinMs)} ms`, `(${fmt(phases.casbinHeapPerRule)} B heap per rule)`)
-  record("load step: the model's row tables (for in-place changes)", `${fmt(phases.rowTablesMs)} ms`)
+  record("load step: the model's row tables (for in-place changes; built in the background once the service is ready)", `${fmt(phases.rowTablesMs)} ms`)
   record('load step: decision index built from the rows', `${fmt(phases.indexMs)} ms`, `(${fmt(phases.indexHeapPerRule)} B heap per rule)`)
   const hugeServer = await serve(1_000_000, huge.store.schema)
   servers.push(hugeServer)
