@@ -57,6 +57,9 @@ function walkLinks(members: ReadonlyMap<string, readonly string[]>, subject: str
  * rows. Any deny beats every allow. Strings are the policy rows' own, shared
  * with the Casbin model, so the index adds little memory per rule.
  */
+/** p rows filed per turn of the event loop when they are filed in the background (deferringPolicies): about 10 ms of work. */
+const POLICIES_PER_TURN = 25_000
+
 export class DecisionIndex {
   /** obj → act → pair id */
   private readonly pairIds = new Map<string, Map<string, number>>()
@@ -77,10 +80,11 @@ export class DecisionIndex {
   /** Marks the latest change of these rows (nextStamp): answers worked out from them stay good while it stays. */
   stamp = nextStamp()
   /**
-   * Where the p rows come from when their part of the index is built on
-   * first use (see deferringPolicies); null once built, or when built at once.
+   * The p rows still to file when their part of the index is built in the
+   * background (see deferringPolicies): read from `source` at the first
+   * slice, filed from `next` on. Null once every row is filed.
    */
-  private policySource: (() => Iterable<readonly string[]>) | null = null
+  private deferred: { source: () => Iterable<readonly string[]>; rows: ReadonlyArray<readonly string[]> | null; next: number } | null = null
 
   static build(policies: Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
     const index = new DecisionIndex()
@@ -90,28 +94,44 @@ export class DecisionIndex {
   }
 
   /**
-   * An index whose role links are built now and whose p rows are read from
-   * `policies` only when something first asks about grants (holders,
-   * effective permissions, previews). For an edited model, whose decisions
-   * come from the candidate index: a load then builds no second index of
-   * every p row before the service is ready. `policies` must give the rows
-   * as they are when it is called; p writes before then only mark the stamp.
+   * An index whose role links are built now and whose p rows are filed in
+   * the background, POLICIES_PER_TURN per turn of the event loop. For an
+   * edited model, whose decisions come from the candidate index and read
+   * only the links here: a load is then ready without a second index of
+   * every p row. Whatever reads grants (holders, effective permissions,
+   * previews) or changes a p row before the last slice finishes the rest
+   * at once. `policies` gives the rows as they are when it is called.
    */
   static deferringPolicies(policies: () => Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
     const index = DecisionIndex.build([], groupings)
-    index.policySource = policies
+    index.deferred = { source: policies, rows: null, next: 0 }
+    const slice = (): void => {
+      if (!index.fileDeferred(POLICIES_PER_TURN)) setImmediate(slice)
+    }
+    setImmediate(slice)
     return index
   }
 
-  /** Builds the p part now if it was deferred. */
-  private policiesReady(): void {
-    const source = this.policySource
-    if (source === null) return
-    this.policySource = null
+  /** Files up to `count` of the deferred p rows; whether none is left. */
+  private fileDeferred(count: number): boolean {
+    const deferred = this.deferred
+    if (deferred === null) return true
+    deferred.rows ??= [...deferred.source()]
+    const { rows } = deferred
+    const end = Math.min(rows.length, deferred.next + count)
     const stamp = this.stamp
-    for (const rule of source()) this.addPolicy(rule)
+    this.deferred = null
+    for (let i = deferred.next; i < end; i++) this.addPolicy(rows[i] as readonly string[])
     // The same rows as before: answers worked out from them stay good.
     this.stamp = stamp
+    deferred.next = end
+    if (end < rows.length) this.deferred = deferred
+    return this.deferred === null
+  }
+
+  /** Files every deferred p row now. */
+  private policiesReady(): void {
+    if (this.deferred !== null) this.fileDeferred(Number.POSITIVE_INFINITY)
   }
 
   private pairId(obj: string, act: string, create: boolean): number | undefined {
@@ -133,10 +153,7 @@ export class DecisionIndex {
 
   /** A p row: sub, dom, obj, act, eft. */
   addPolicy(rule: readonly string[]): void {
-    if (this.policySource !== null) {
-      this.stamp = nextStamp()
-      return
-    }
+    this.policiesReady()
     const [sub, domain, obj, act, eft] = rule
     const bit = effectBit(eft)
     if (sub === undefined || domain === undefined || obj === undefined || act === undefined || bit === 0) return
@@ -158,10 +175,7 @@ export class DecisionIndex {
   }
 
   removePolicy(rule: readonly string[]): void {
-    if (this.policySource !== null) {
-      this.stamp = nextStamp()
-      return
-    }
+    this.policiesReady()
     const [sub, domain, obj, act, eft] = rule
     const bit = effectBit(eft)
     if (sub === undefined || domain === undefined || obj === undefined || act === undefined || bit === 0) return

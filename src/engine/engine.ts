@@ -176,7 +176,7 @@ export class PermissionEngine {
     const rows = model.get('p')?.get('p')?.policy ?? []
     const groupings = model.get('g')?.get('g')?.policy ?? []
     let candidates: CandidateIndex | null = null
-    // An edited model decides from the candidate index: the p part of this one waits until holders or previews ask.
+    // An edited model decides from the candidate index: the p part of this one is filed in the background.
     const index =
       mode === 'candidates' ? DecisionIndex.deferringPolicies(() => candidates?.ordered() ?? rows, groupings) : DecisionIndex.build(rows, groupings)
     // Built in the background once loaded, so neither the load nor (most likely) the first write after it waits for them.

@@ -88,3 +88,35 @@ t.test('the index answers as model.conf reads', async (t) => {
     t.same(index.rulesOf('clerk', ['m2']), [])
   })
 })
+
+t.test('p rows filed in the background: whatever reads or changes them first finishes the filing, and the stamp stays', async (t) => {
+  const rowOf = (i: number) => [`r${i}`, `m${i % 7}`, 'orders', 'read', i % 5 === 0 ? 'deny' : 'allow']
+  const rows = Array.from({ length: 60_000 }, (_, i) => rowOf(i))
+  let reads = 0
+  const source = () => {
+    reads++
+    return rows
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve))
+
+  const asked = DecisionIndex.deferringPolicies(source, [['u', 'r1', 'm1']])
+  const stamp = asked.stamp
+  t.equal(asked.allowed('u', 'm1', 'orders', 'read'), true, "a read before any slice: the member reaches r1's allow")
+  t.equal(asked.allowed('r5', 'm5', 'orders', 'read'), false, 'a deny filed')
+  t.equal(asked.allows('r59999', `m${59_999 % 7}`, 'orders', 'read'), true, 'the last row is filed')
+  t.equal(asked.stamp, stamp, 'filing the same rows marks no change')
+  await turn()
+  t.equal(reads, 1, 'the rows were read once')
+
+  // Part filed by the slices, then a write: the rest is filed first, so the write lands on every row.
+  const written = DecisionIndex.deferringPolicies(() => rows, [])
+  await turn()
+  await turn()
+  written.removePolicy(rowOf(59_998))
+  written.addPolicy(['r60000', 'm1', 'orders', 'read', 'allow'])
+  t.equal(written.allows('r59998', `m${59_998 % 7}`, 'orders', 'read'), false, 'a row not filed yet when removed stays removed')
+  t.equal(written.allows('r60000', 'm1', 'orders', 'read'), true, 'the row added is held')
+  for (let i = 0; i < 8; i++) await turn()
+  t.equal(written.allows('r59998', `m${59_998 % 7}`, 'orders', 'read'), false, 'and no later slice files it again')
+  t.equal(written.allows('r59997', `m${59_997 % 7}`, 'orders', 'read'), true, 'every other row is held')
+})
