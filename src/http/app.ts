@@ -17,7 +17,7 @@ import { swaggerOptions } from './openapi/index.js'
 import { ServiceMetrics } from './serviceMetrics.js'
 import authentication, { cachedAccount, type TokenClaims } from './plugins/authentication.js'
 import { VerifiedTokenCache } from './plugins/tokenCache.js'
-import { serveFirst } from './fastPath.js'
+import { serveFirst, stoppingOf } from './fastPath.js'
 import { gatewayFastPath } from './gatewayFastPath.js'
 import { logsAt } from './requestLogger.js'
 import authorization from './plugins/authorization.js'
@@ -190,7 +190,14 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   if (service.config.corsOrigins.length === 0 && !logsAt(service.config.checkLogLevel, 'info')) {
     serveFirst(
       fastify,
-      gatewayFastPath({ ctx: service, routeMap, metrics, replica, cachedAccount: (header) => cachedAccount(verified, service.accounts, header) }),
+      gatewayFastPath({
+        ctx: service,
+        routeMap,
+        metrics,
+        replica,
+        cachedAccount: (header) => cachedAccount(verified, service.accounts, header),
+        stopping: stoppingOf(fastify),
+      }),
     )
   }
 }

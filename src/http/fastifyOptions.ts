@@ -58,7 +58,7 @@ export function createFastify(config: FastifyConfig): FastifyInstance {
   const drain = new ConnectionDrain(fastify.server)
   drains.set(fastify, drain)
   // Fastify goes behind a slot the app may fill with a fast path (serveFirst); a stop swaps both out (ConnectionDrain).
-  putBehindFastPath(fastify)
+  putBehindFastPath(fastify, () => drain.stopping)
   limitConnections(fastify.server, config.connections, fastify.log)
   // Callback style: an async hook would cost every request a promise.
   fastify.addHook('onSend', (request, reply, payload, done) => {
