@@ -107,36 +107,50 @@ function identifierEnd(body: Uint8Array, at: number, domain: boolean): number {
 /** One check `{"obj":…,"act":…,"domain":…}` at `at`, its spans recorded at `slot`: its end, else FAILED. */
 function readCheck(body: Uint8Array, at: number, spans: Int32Array, slot: number): number {
   if (body[at] !== OPEN_OBJECT) return FAILED
-  spans.fill(-1, slot, slot + SPAN_FIELDS)
+  // Value starts (past the quote) and ends (at the quote); -1 while not seen: each key is taken once.
+  let objAt = -1
+  let objEnd = -1
+  let actAt = -1
+  let actEnd = -1
+  let domainAt = -1
+  let domainEnd = -1
   let i = skipSpace(body, at + 1)
   for (;;) {
-    // The key's first letter says which it may be; each is taken once.
+    // The key's first letter says which it may be.
     const first = body[i + 1]
-    let field: number
-    let name: Uint8Array
-    if (first === 0x6f) {
-      field = 0
-      name = OBJ
-    } else if (first === 0x61) {
-      field = 2
-      name = ACT
-    } else if (first === 0x64) {
-      field = 4
-      name = DOMAIN
+    let value: number
+    let end: number
+    if (first === 0x6f && objAt < 0) {
+      value = afterKey(body, i, OBJ)
+      end = value === FAILED ? FAILED : identifierEnd(body, value, false)
+      objAt = value + 1
+      objEnd = end - 1
+    } else if (first === 0x61 && actAt < 0) {
+      value = afterKey(body, i, ACT)
+      end = value === FAILED ? FAILED : identifierEnd(body, value, false)
+      actAt = value + 1
+      actEnd = end - 1
+    } else if (first === 0x64 && domainAt < 0) {
+      value = afterKey(body, i, DOMAIN)
+      end = value === FAILED ? FAILED : identifierEnd(body, value, true)
+      domainAt = value + 1
+      domainEnd = end - 1
     } else return FAILED
-    const value = afterKey(body, i, name)
-    if (value === FAILED || (spans[slot + field] as number) >= 0) return FAILED
-    const end = identifierEnd(body, value, field === 4)
     if (end === FAILED) return FAILED
-    spans[slot + field] = value + 1
-    spans[slot + field + 1] = end - 1
     i = skipSpace(body, end)
     const c = body[i]
     if (c === CLOSE_OBJECT) break
     if (c !== COMMA) return FAILED
     i = skipSpace(body, i + 1)
   }
-  return (spans[slot] as number) >= 0 && (spans[slot + 2] as number) >= 0 ? i + 1 : FAILED
+  if (objAt < 0 || actAt < 0) return FAILED
+  spans[slot] = objAt
+  spans[slot + 1] = objEnd
+  spans[slot + 2] = actAt
+  spans[slot + 3] = actEnd
+  spans[slot + 4] = domainAt
+  spans[slot + 5] = domainEnd
+  return i + 1
 }
 
 /** `{"checks":[…]}` at `at`: its end, the number of checks in `counted[0]`; else FAILED. */
