@@ -18,6 +18,7 @@ import { ServiceMetrics } from './serviceMetrics.js'
 import authentication, { cachedAccount, type TokenClaims } from './plugins/authentication.js'
 import { VerifiedTokenCache } from './plugins/tokenCache.js'
 import { serveFirst, stoppingOf } from './fastPath.js'
+import { answerRevision } from './revisionHeader.js'
 import { gatewayFastPath } from './gatewayFastPath.js'
 import { logsAt } from './requestLogger.js'
 import authorization from './plugins/authorization.js'
@@ -147,14 +148,11 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   await fastify.register(rateLimit, { global: false })
   await fastify.register(locale, { localizer })
 
-  // Every answer says which revision of the store this replica's memory reflects (callback style: no promise per request).
   const { replica } = service
   const verified = new VerifiedTokenCache<TokenClaims>()
   const routeMap = service.config.routeMap === null ? null : new RouteMap(service.config.routeMap)
-  fastify.addHook('onSend', (_request, reply, payload, done) => {
-    reply.header('x-policy-revision', replica.revisionText)
-    done(null, payload)
-  })
+  // Every answer says which revision of the store this replica's memory reflects.
+  answerRevision(fastify, replica)
 
   await fastify.register(healthRoutes, { readiness: service.readiness })
   await fastify.register(consoleRoutes)
