@@ -103,7 +103,14 @@ export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopp
     if (declared > MAX_FAST_BATCH_BYTES || cachedAccount(headers.authorization) === undefined || replica.isStale()) return false
     const started = performance.now()
     readBody(request, declared, (body) => {
-      if (answerBatch(request, response, body, started)) return
+      let answered = false
+      try {
+        answered = answerBatch(request, response, body, started)
+      } catch {
+        // Outside Fastify a throw would end the process: the route, meeting the same, answers its 500 and logs it.
+        answered = response.headersSent
+      }
+      if (answered) return
       request.unshift(body)
       toFastify()
     })
