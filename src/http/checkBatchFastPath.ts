@@ -11,8 +11,8 @@ import type { ServiceMetrics } from './serviceMetrics.js'
 export const CHECK_BATCH_PATH = '/v2/authz/check-batch'
 
 /**
- * The largest body read here: 100 checks of the longest identifiers, with
- * room for whitespace, are about half of it. A larger one is Fastify's
+ * The largest body read here: 100 checks of the longest identifiers take
+ * about a third of it, which leaves room for whitespace. A larger one is Fastify's
  * before a byte is read, so what this path holds per request is bounded.
  */
 export const MAX_FAST_BATCH_BYTES = 64 * 1024
