@@ -11,7 +11,7 @@ import { load, median, rounds, roundRatio, spawnServer, type LoadRun, type Serve
 import { topFrames } from './profile.js'
 import type { PermissionEngine } from '../src/engine/engine.js'
 import type { Database } from '../src/storage/db.js'
-import { benchDatabase, benchService, benchSubject, measuredEngine, postgresUrl, seedRules } from './seed.js'
+import { BATCH, benchDatabase, benchService, benchSubject, measuredEngine, postgresUrl, seedRules } from './seed.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
 /** BENCH_QUICK=1 (or --quick): the 1k-rule figures only, shorter and fewer rounds; a few minutes. */
@@ -122,10 +122,6 @@ async function inProcess(rules: number, withEnforce: boolean): Promise<InProcess
 }
 
 const CHECK_PATH = '/v2/authz/check?obj=orders&act=read'
-const BATCH = JSON.stringify({
-  command: 'check-batch',
-  data: { checks: Array.from({ length: 100 }, (_, i) => ({ obj: i % 2 === 0 ? 'orders' : 'payouts', act: i % 3 === 0 ? 'read' : 'approve', domain: 'm1' })) },
-})
 
 /** The routes measured against the bare Fastify route, each with what its answer must be. */
 function appTargets(server: Server, label = ''): Target[] {
