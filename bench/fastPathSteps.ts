@@ -1,18 +1,20 @@
 /**
- * What each step of the gateway's fast path costs in process, in
+ * What each step of the gateway's fast paths costs in process, in
  * nanoseconds per call, on a seeded 1k-rule store (PGlite):
  *   node --import tsx bench/fastPathSteps.ts
  * The HTTP work around them (Node's parser, the socket write) is the bare
  * Fastify route's too, and is measured by `npm run bench`.
  */
-import { checkPermission } from '../src/commands/permissionQueries.js'
+import { checkPermission, checkPermissions } from '../src/commands/permissionQueries.js'
+import { checkBatchAnswer } from '../src/http/checkBatchAnswer.js'
+import { newSpans, readPlainBatch } from '../src/http/plainBatch.js'
 import { plainQuery } from '../src/http/gatewayFastPath.js'
 import { cachedAccount, type TokenClaims } from '../src/http/plugins/authentication.js'
 import { VerifiedTokenCache } from '../src/http/plugins/tokenCache.js'
 import { acceptedClientRequestId, nextRequestId } from '../src/http/requestId.js'
 import { ServiceMetrics } from '../src/http/serviceMetrics.js'
 import { findAccountByEmail } from '../src/storage/accounts.js'
-import { BENCH_EMAIL, benchDatabase, benchService, benchSubject, seedRules } from './seed.js'
+import { BATCH, BENCH_EMAIL, benchDatabase, benchService, benchSubject, seedRules } from './seed.js'
 
 const { db } = await benchDatabase()
 await seedRules(db, 1000)
@@ -53,4 +55,17 @@ const steps: Array<[string, () => unknown]> = [
 ]
 process.stdout.write('| step | ns per call |\n|---|---:|\n')
 for (const [name, fn] of steps) process.stdout.write(`| ${name} | ${nanos(fn).toFixed(0)} |\n`)
+
+// check-batch's fast path on the bench's 100-check body (bench/seed.ts), beside what the route does instead.
+const body = Buffer.from(BATCH)
+const spans = newSpans()
+const count = readPlainBatch(body, spans)
+const checks = (JSON.parse(BATCH) as { data: { checks: Array<{ obj: string; act: string; domain?: string }> } }).data.checks
+const batchSteps: Array<[string, () => unknown]> = [
+  ['check-batch: the body read (plainBatch.ts)', () => readPlainBatch(body, spans)],
+  ['check-batch: its checks decided and the answer written (checkBatchAnswer.ts)', () => checkBatchAnswer(service, account, 'm1', body, spans, count)],
+  ["check-batch: the 100 decisions alone (the route's checkPermissions)", () => checkPermissions(service, account, checks)],
+  ["check-batch: the route's JSON.parse of the same body", () => JSON.parse(BATCH)],
+]
+for (const [name, fn] of batchSteps) process.stdout.write(`| ${name} | ${nanos(fn, 20_000).toFixed(0)} |\n`)
 process.exit(0)

@@ -11,7 +11,7 @@ import { load, median, rounds, roundRatio, spawnServer, type LoadRun, type Serve
 import { topFrames } from './profile.js'
 import type { PermissionEngine } from '../src/engine/engine.js'
 import type { Database } from '../src/storage/db.js'
-import { benchDatabase, benchService, benchSubject, measuredEngine, postgresUrl, seedRules } from './seed.js'
+import { BATCH, benchDatabase, benchService, benchSubject, measuredEngine, postgresUrl, seedRules } from './seed.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
 /** BENCH_QUICK=1 (or --quick): the 1k-rule figures only, shorter and fewer rounds; a few minutes. */
@@ -122,10 +122,6 @@ async function inProcess(rules: number, withEnforce: boolean): Promise<InProcess
 }
 
 const CHECK_PATH = '/v2/authz/check?obj=orders&act=read'
-const BATCH = JSON.stringify({
-  command: 'check-batch',
-  data: { checks: Array.from({ length: 100 }, (_, i) => ({ obj: i % 2 === 0 ? 'orders' : 'payouts', act: i % 3 === 0 ? 'read' : 'approve', domain: 'm1' })) },
-})
 
 /** The routes measured against the bare Fastify route, each with what its answer must be. */
 function appTargets(server: Server, label = ''): Target[] {
@@ -144,11 +140,11 @@ function appTargets(server: Server, label = ''): Target[] {
 const rps = (run: LoadRun) => run.rps
 const perCpuSecond = (run: LoadRun) => 1 / run.cpuPerRequest
 
-/** Profiles the check on a server of its own: the top ten frames by self time, per request. */
-async function profileCheck(rules: number, schema: string | null): Promise<void> {
+/** Profiles one route on a server of its own: the top ten frames by self time, per request. */
+async function profileRoute(rules: number, schema: string | null, name: string, ask: Omit<Target, 'name' | 'server'>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'aps-prof-'))
   const server = await spawnServer('./server.ts', [String(rules), ...(schema !== null ? [schema] : [])], ['--cpu-prof', `--cpu-prof-dir=${dir}`])
-  const target: Target = { name: 'check (profiled)', server, path: CHECK_PATH, status: 200 }
+  const target: Target = { ...ask, name: `${name} (profiled)`, server }
   await load(target, 2)
   const from = Number(process.hrtime.bigint() / 1000n)
   const run = await load(target, HTTP_SECONDS)
@@ -161,7 +157,7 @@ async function profileCheck(rules: number, schema: string | null): Promise<void>
   rmSync(dir, { recursive: true, force: true })
   profileLines.push(
     '',
-    `CPU profile of GET /v2/authz/check (node --cpu-prof on the server, ${fmt(rules)} rules, the samples of one ${HTTP_SECONDS} s run after a warm-up): top ten frames by self time`,
+    `CPU profile of ${name} (node --cpu-prof on the server, ${fmt(rules)} rules, the samples of one ${HTTP_SECONDS} s run after a warm-up): top ten frames by self time`,
     '',
     '| frame | self time, share of the profile | µs per request |',
     '|---|---:|---:|',
@@ -234,7 +230,8 @@ try {
 } finally {
   for (const server of servers) await server.stop()
 }
-await profileCheck(1_000, small.store.schema)
+await profileRoute(1_000, small.store.schema, 'GET /v2/authz/check', { path: CHECK_PATH, status: 200 })
+await profileRoute(1_000, small.store.schema, 'POST /v2/authz/check-batch, 100 checks', { path: '/v2/authz/check-batch', method: 'POST', body: BATCH, status: 200 })
 await small.store.drop()
 await huge?.store.drop()
 

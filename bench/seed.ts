@@ -101,3 +101,9 @@ export async function measuredEngine(db: Database): Promise<{ engine: Permission
   // The engine is returned, so it is still alive when measured.
   return { engine, loadMs, heapPerRule: used / rules, rules }
 }
+
+/** The bench's check-batch body: 100 checks of the bench subject's merchant. */
+export const BATCH = JSON.stringify({
+  command: 'check-batch',
+  data: { checks: Array.from({ length: 100 }, (_, i) => ({ obj: i % 2 === 0 ? 'orders' : 'payouts', act: i % 3 === 0 ? 'read' : 'approve', domain: 'm1' })) },
+})

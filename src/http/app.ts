@@ -17,7 +17,8 @@ import { swaggerOptions } from './openapi/index.js'
 import { ServiceMetrics } from './serviceMetrics.js'
 import authentication, { cachedAccount, type TokenClaims } from './plugins/authentication.js'
 import { VerifiedTokenCache } from './plugins/tokenCache.js'
-import { serveFirst } from './fastPath.js'
+import { serveFirst, stoppingOf } from './fastPath.js'
+import { answerRevision } from './revisionHeader.js'
 import { gatewayFastPath } from './gatewayFastPath.js'
 import { logsAt } from './requestLogger.js'
 import authorization from './plugins/authorization.js'
@@ -153,14 +154,11 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   await fastify.register(rateLimit, { global: false })
   await fastify.register(locale, { localizer })
 
-  // Every answer says which revision of the store this replica's memory reflects (callback style: no promise per request).
   const { replica } = service
   const verified = new VerifiedTokenCache<TokenClaims>()
   const routeMap = service.config.routeMap === null ? null : new RouteMap(service.config.routeMap)
-  fastify.addHook('onSend', (_request, reply, payload, done) => {
-    reply.header('x-policy-revision', replica.revisionText)
-    done(null, payload)
-  })
+  // Every answer says which revision of the store this replica's memory reflects.
+  answerRevision(fastify, replica)
 
   await fastify.register(healthRoutes, { readiness: service.readiness })
   await fastify.register(consoleRoutes)
@@ -196,7 +194,14 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   if (service.config.corsOrigins.length === 0 && !logsAt(service.config.checkLogLevel, 'info')) {
     serveFirst(
       fastify,
-      gatewayFastPath({ ctx: service, routeMap, metrics, replica, cachedAccount: (header) => cachedAccount(verified, service.accounts, header) }),
+      gatewayFastPath({
+        ctx: service,
+        routeMap,
+        metrics,
+        replica,
+        cachedAccount: (header) => cachedAccount(verified, service.accounts, header),
+        stopping: stoppingOf(fastify),
+      }),
     )
   }
 }

@@ -3,26 +3,33 @@ import type { FastifyInstance } from 'fastify'
 
 /**
  * A handler that may answer a request before Fastify sees it: true when it
- * has answered, false to leave the request to Fastify untouched.
+ * has taken the request, false to leave it to Fastify untouched. One that
+ * took it and must read its body before deciding may hand it to Fastify
+ * later with `toFastify`, once the body is given back to the request.
  */
-export type FastPath = (request: IncomingMessage, response: ServerResponse) => boolean
+export type FastPath = (request: IncomingMessage, response: ServerResponse, toFastify: () => void) => boolean
 
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
 
-const slots = new WeakMap<FastifyInstance, { path: FastPath | null }>()
+interface Slot {
+  path: FastPath | null
+  stopping: () => boolean
+}
+
+const slots = new WeakMap<FastifyInstance, Slot>()
 
 /**
  * Puts Fastify, the server's request listener, behind a slot a fast path
  * may fill later (serveFirst). A stop swaps every request listener out
  * (ConnectionDrain), the fast path with Fastify.
  */
-export function putBehindFastPath(fastify: FastifyInstance): void {
-  const slot: { path: FastPath | null } = { path: null }
+export function putBehindFastPath(fastify: FastifyInstance, stopping: () => boolean): void {
+  const slot: Slot = { path: null, stopping }
   slots.set(fastify, slot)
   for (const listener of fastify.server.listeners('request') as RequestListener[]) {
     fastify.server.removeListener('request', listener)
     fastify.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-      if (slot.path === null || !slot.path(request, response)) listener(request, response)
+      if (slot.path === null || !slot.path(request, response, () => listener(request, response))) listener(request, response)
     })
   }
 }
@@ -35,4 +42,13 @@ export function putBehindFastPath(fastify: FastifyInstance): void {
 export function serveFirst(fastify: FastifyInstance, path: FastPath): void {
   const slot = slots.get(fastify)
   if (slot !== undefined) slot.path = path
+}
+
+/**
+ * Whether the server behind `fastify`'s slot is stopping: a fast path that
+ * answers after the request arrived (check-batch, once its body is read)
+ * leaves the answer to Fastify then, which closes the connection.
+ */
+export function stoppingOf(fastify: FastifyInstance): () => boolean {
+  return slots.get(fastify)?.stopping ?? (() => false)
 }

@@ -5,6 +5,7 @@ import type { Config } from '../config.js'
 import { trustFunction } from '../domain/clientIp.js'
 import { BODY_LIMIT } from './app.js'
 import { putBehindFastPath } from './fastPath.js'
+import { revisionSlot } from './revisionHeader.js'
 import { httpTimeouts, limitConnections } from './connectionLimits.js'
 import { DeferredCompiles } from './deferredCompile.js'
 import { createLocalizer, type Localizer } from './i18n/index.js'
@@ -68,7 +69,11 @@ function deferredSerializers(compiles: DeferredCompiles): SerializerSelector.Ser
 const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
 
 
-/** Fastify with the service's options, its connections counted and followed, and the headers every answer has. */
+/**
+ * Fastify with the service's options, its connections counted and followed,
+ * and the headers every answer has (`x-policy-revision` once the app says
+ * which replica answers: revisionHeader.ts).
+ */
 export function createFastify(config: FastifyConfig): FastifyInstance {
   const compiles = new DeferredCompiles()
   const fastify = Fastify(fastifyOptions(config, createLocalizer(config.defaultLocale), compiles))
@@ -80,12 +85,14 @@ export function createFastify(config: FastifyConfig): FastifyInstance {
   const drain = new ConnectionDrain(fastify.server)
   drains.set(fastify, drain)
   // Fastify goes behind a slot the app may fill with a fast path (serveFirst); a stop swaps both out (ConnectionDrain).
-  putBehindFastPath(fastify)
+  putBehindFastPath(fastify, () => drain.stopping)
   limitConnections(fastify.server, config.connections, fastify.log)
-  // Callback style: an async hook would cost every request a promise.
+  const revision = revisionSlot(fastify)
+  // Callback style: an async hook would cost every request a promise. One hook for every header the service adds.
   fastify.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', echoedRequestId(request))
     reply.header('x-content-type-options', NOSNIFF)
+    if (revision.replica !== null) reply.header('x-policy-revision', revision.replica.revisionText)
     // Once stopping, an answer tells its client not to send another request on this connection.
     if (drain.stopping) reply.header('connection', 'close')
     done(null, payload)

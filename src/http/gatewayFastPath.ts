@@ -3,8 +3,9 @@ import type { RouteMap } from '../domain/routeMap.js'
 import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../domain/identifiers.js'
 import type { Account } from '../domain/principals.js'
 import { checkPermission, type CheckContext } from '../commands/permissionQueries.js'
+import { CHECK_BATCH_PATH, checkBatchFastPath } from './checkBatchFastPath.js'
+import { fastAnswer } from './fastAnswer.js'
 import type { FastPath } from './fastPath.js'
-import { acceptedClientRequestId, nextRequestId } from './requestId.js'
 import { ANSWERS, VERIFY_PREFIX, forwardAuthAllows, forwardAuthPair, mappedPair, type ForwardAuthAsk } from './routes/authz.js'
 import type { ServiceMetrics } from './serviceMetrics.js'
 
@@ -15,6 +16,8 @@ export interface GatewayFastPathOptions {
   replica: { isStale: () => boolean; readonly revisionText: string }
   /** The account a request's `Authorization` admits from memory alone, else undefined. */
   cachedAccount: (authorization: string | undefined) => Account | undefined
+  /** Whether the server is stopping (check-batch answers after its body arrives, perhaps once a stop began). */
+  stopping: () => boolean
 }
 
 const CHECK_PATH = '/v2/authz/check'
@@ -56,8 +59,9 @@ export function plainQuery(search: string): PlainQuery | null {
 }
 
 /**
- * The gateway's three decision routes answered straight from Node's request
- * event when the request is the common case: a GET with a token verified
+ * The gateway's decision routes answered straight from Node's request
+ * event when the request is the common case (check-batch's is in
+ * checkBatchFastPath.ts): a GET with a token verified
  * before, a plain query, a policy not stale, an allowed answer (or either
  * answer of a check). The answer is the one the Fastify route gives, byte
  * for byte in body and in the service's headers (`x-request-id`, `nosniff`,
@@ -68,20 +72,13 @@ export function plainQuery(search: string): PlainQuery | null {
  * per-request log line would be written (CHECK_LOG_LEVEL above info) and
  * without CORS: docs/performance.md has the measured reason.
  */
-export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount }: GatewayFastPathOptions): FastPath {
+export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount, stopping }: GatewayFastPathOptions): FastPath {
   const checkLatency = metrics.recorder('GET', CHECK_PATH)
   const verifyLatency = metrics.recorder('GET', VERIFY_PREFIX)
   const prefixLatency = metrics.recorder('GET', `${VERIFY_PREFIX}/*`)
 
-  const answer = (request: IncomingMessage, response: ServerResponse, status: number, headers: Record<string, string>, body: string): void => {
-    headers['x-request-id'] = acceptedClientRequestId(request.headers['x-request-id']) ?? nextRequestId()
-    // rawAnswers.ts's NOSNIFF, spelt out: importing it would make a cycle through app.ts.
-    headers['x-content-type-options'] = 'nosniff'
-    headers['x-policy-revision'] = replica.revisionText
-    if (status !== 204) headers['content-length'] = String(Buffer.byteLength(body))
-    response.writeHead(status, headers)
-    response.end(body)
-  }
+  const answer = fastAnswer(replica)
+  const batch = checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer })
 
   const identity = (account: Account): Record<string, string> =>
     account.merchant_id === null ? { 'x-authz-user-id': account.id } : { 'x-authz-user-id': account.id, 'x-authz-merchant-id': account.merchant_id }
@@ -94,8 +91,9 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
     return true
   }
 
-  return (request, response) => {
+  return (request, response, toFastify) => {
     const url = request.url
+    if (request.method === 'POST') return url === CHECK_BATCH_PATH && batch(request, response, toFastify)
     if (request.method !== 'GET' || url === undefined || !url.startsWith('/v2/authz/')) return false
     const started = performance.now()
     const { headers } = request

@@ -16,7 +16,8 @@ import { CheckReason, CheckResultItem } from '../schemas/permissions.js'
 
 const Explain = Type.Optional(Type.Boolean({ description: 'Also say why (`reason`): needs permission:read, even about oneself' }))
 const CheckQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId), explain: Explain })
-const BatchBody = CommandBody(
+/** check-batch's body. The fast path reads a subset of it (plainBatch.ts; test/http/plainBatch.test.ts compares the two). */
+export const BatchBody = CommandBody(
   'check-batch',
   Type.Object(
     {
