@@ -6,35 +6,17 @@ import { promisify } from 'node:util'
 import { createVerifier } from 'fast-jwt'
 import t from 'tap'
 import { parseTtl } from '../src/cli/inputs.js'
-import { runCli, type RunOptions } from '../src/cli/run.js'
 import type { Database } from '../src/storage/db.js'
 import { openPGlite } from '../src/storage/pglite.js'
 import { readMigrations } from '../src/storage/migrate.js'
-import { ROOT_EMAIL, TEST_SECRET, buildTestApp, freshDatabase, postgresUrl, register } from './helper.js'
+import { ROOT_EMAIL, TEST_SECRET, buildTestApp, freshDatabase, register } from './helper.js'
 import { processDatabase } from './support/serverProcess.js'
+import { cliFor, cliOn } from './support/cli.js'
 import { pgliteRunOnly } from './support/onceOnPGlite.js'
 
 const run = promisify(execFile)
 const repositoryModel = new URL('../model.conf', import.meta.url)
 const STACK_FRAME = /\n\s+at |\.ts:\d+|node_modules/
-
-interface Outcome {
-  code: number
-  out: string
-  err: string
-}
-
-/** A CLI bound to one environment (and, when given, one open database), capturing what it prints. */
-function cliFor(env: Record<string, string | undefined>, db?: Database) {
-  return async (...argv: string[]): Promise<Outcome> => {
-    const out: string[] = []
-    const err: string[] = []
-    const options: RunOptions = { env, io: { out: (l) => void out.push(l), err: (l) => void err.push(l) } }
-    if (db !== undefined) options.db = db
-    const code = await runCli(argv, options)
-    return { code, out: out.join('\n'), err: err.join('\n') }
-  }
-}
 
 function tempDir(t: { teardown(fn: () => unknown): void }, prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
@@ -54,7 +36,7 @@ const allMigrations = readMigrations().map((m) => m.version)
 
 t.test('every command, in process, against one store', async (t) => {
   const db = await freshDatabase(t)
-  const cli = cliFor({ DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }, db)
+  const cli = cliOn(db)
 
   t.test('migrate applies each migration once and names them', async (t) => {
     const first = await cli('migrate')

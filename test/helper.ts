@@ -11,11 +11,19 @@ import { openPGlite } from '../src/storage/pglite.js'
 import app from '../src/http/app.js'
 import { createFastify } from '../src/http/fastifyOptions.js'
 import type { Account } from '../src/domain/principals.js'
-import { emptyPGliteDataDir } from './support/pgliteTemplate.js'
+import { emptyPGliteDataDir, emptyPGliteDataDirFile } from './support/pgliteTemplate.js'
 
 /** The back end every test file runs on: PostgreSQL when DATABASE_URL says so, else an in-memory PGlite. */
 export const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
 export const backend: 'postgres' | 'pglite' = postgresUrl !== undefined ? 'postgres' : 'pglite'
+
+/**
+ * Every PGlite store the service opens during the tests (in this process, and
+ * in the server and command-line processes that inherit or are given this
+ * variable) starts from one initdb made per checkout instead of its own:
+ * the test-only hook of `openPGlite`, docs/testing.md.
+ */
+process.env.APS_TEST_PGLITE_INITDB = await emptyPGliteDataDirFile()
 
 interface Teardown {
   teardown(fn: () => unknown): void

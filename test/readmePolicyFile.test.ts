@@ -34,7 +34,7 @@ t.test('docs/policy-and-model.md "Policy as a file": the export and import comma
   const dir = tempDir(t, 'readme-policy-')
   for (const name of ['package.json', 'node_modules', 'src', 'sql', 'model.conf', 'tsconfig.json']) symlinkSync(join(repositoryRoot, name), join(dir, name))
   const store = await processDatabase(t)
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: store.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: store.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
 
   const quiet = { out: () => undefined, err: (line: string) => void t.comment(line) }
   t.equal(await runCli(['onboard-merchant', '--merchant-id', 'm-1', '--email', 'owner@m-1.example', '--password', 'owner-pass-1'], { env, io: quiet }), 0)

@@ -43,12 +43,18 @@ interface Running {
   exited: Promise<number | null>
 }
 
-/** `node --import tsx src/http/server.ts` with `env` and nothing else from this process but PATH. */
+/** Node's compile cache, when the run has one (.ci/run): compiled code only, no behaviour. */
+const compileCache: Record<string, string> = process.env.NODE_COMPILE_CACHE !== undefined ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}
+
+/**
+ * `node --import tsx src/http/server.ts` with `env` and nothing else from this process but PATH, the compile cache and the tests'
+ * initdb for an embedded store (test/helper.ts; `APS_TEST_PGLITE_INITDB: ''` in `env` makes the process run its own).
+ */
 async function startServer(t: Teardown, env: Record<string, string>): Promise<Running> {
   const port = await freePort()
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
     cwd: repositoryRoot,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...compileCache, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -260,7 +266,8 @@ t.test('the first-start password reaches stderr whatever LOG_LEVEL says', { skip
 t.test('first start on an empty embedded store prints the first admin once', { skip: pgliteRunOnly('an embedded store in a folder of its own') }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'aps-first-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const env = { DATABASE_URL: `pglite://${dir}` }
+  // Without the tests' initdb: the folder is initialised by this start, as on a user's first start.
+  const env = { DATABASE_URL: `pglite://${dir}`, APS_TEST_PGLITE_INITDB: '' }
 
   const first = await startServer(t, env)
   const announced = logLines(first.output()).filter((l) => typeof l.msg === 'string' && l.msg.includes('admin@example.com'))

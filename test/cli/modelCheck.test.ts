@@ -3,10 +3,9 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { runCli, type RunOptions } from '../../src/cli/run.js'
-import type { Database } from '../../src/storage/db.js'
-import { TEST_SECRET, buildTestApp, freshDatabase, postgresUrl, register, tempDir } from '../helper.js'
+import { TEST_SECRET, buildTestApp, freshDatabase, register, tempDir } from '../helper.js'
 import { repositoryRoot } from '../support/serverProcess.js'
+import { cliFor, cliOn } from '../support/cli.js'
 
 const run = promisify(execFile)
 const shippedModel = join(repositoryRoot, 'model.conf')
@@ -21,23 +20,6 @@ const STACK_FRAME = /\n\s+at |\.ts:\d+|node_modules/
  * files alone, as CI runs it.
  */
 const NO_DATABASE = { DATABASE_URL: 'postgres://nobody:secret@127.0.0.1:1/none', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
-
-interface Outcome {
-  code: number
-  out: string
-  err: string
-}
-
-function cliFor(env: Record<string, string | undefined>, db?: Database) {
-  return async (...argv: string[]): Promise<Outcome> => {
-    const out: string[] = []
-    const err: string[] = []
-    const options: RunOptions = { env, io: { out: (l) => void out.push(l), err: (l) => void err.push(l) } }
-    if (db !== undefined) options.db = db
-    const code = await runCli(argv, options)
-    return { code, out: out.join('\n'), err: err.join('\n') }
-  }
-}
 
 /** The line number of the decision in model.decisions that starts with `text`. */
 function lineOf(text: string): number {
@@ -231,7 +213,7 @@ t.test('on the stored policy', async (t) => {
   t.equal(deny.statusCode, 200, deny.body)
 
   const write = writer(tempDir(t, 'model-check-'))
-  const cli = cliFor({ DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }, db)
+  const cli = cliOn(db)
   const decisions = write(
     'stored.decisions',
     `# user ids as stored\n${clerk.id}, global, permission, read -> allow\n${other.id}, global, permission, read -> deny\n${clerk.id}, global, admin, register -> deny\n`,
@@ -257,7 +239,7 @@ t.test('on the stored policy', async (t) => {
 
 t.test('as CI runs it: the command line in a process of its own', async (t) => {
   const write = writer(tempDir(t, 'model-check-'))
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATABASE_URL: 'pglite://memory', LOG_LEVEL: 'silent' }
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', DATABASE_URL: 'pglite://memory', LOG_LEVEL: 'silent' }
   const main = (...args: string[]) =>
     run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'model', 'check', ...args], { cwd: repositoryRoot, env, timeout: 60_000 })
   const passed = await main('--decisions', 'model.decisions')

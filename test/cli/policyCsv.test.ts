@@ -28,7 +28,6 @@ import { syncCatalog } from '../../src/commands/syncCatalog.js'
 import type { Service } from '../../src/compose.js'
 import { declaredCatalog } from '../../src/domain/permissions.js'
 import { GLOBAL_DOMAIN, type Account } from '../../src/domain/principals.js'
-import { runCli, type RunOptions } from '../../src/cli/run.js'
 import type { Database, Queryable } from '../../src/storage/db.js'
 import { setOverride, type Effect } from '../../src/storage/overrides.js'
 import { insertRule } from '../../src/storage/policyRows.js'
@@ -38,12 +37,12 @@ import {
   buildTestApp,
   freshDatabase,
   onboard,
-  postgresUrl,
   register,
   secondConnection,
   tempDir,
   type TestApp,
 } from '../helper.js'
+import { cliOn } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
 import { pgliteRunOnly } from '../support/onceOnPGlite.js'
 
@@ -461,28 +460,12 @@ t.test('another replica follows an import from the change feed, in place', { ski
   t.ok(other.service.engine.decide(u.clerkA, 'm-1', 'orders', 'refund'), 'and the override whose effect changed')
 })
 
-interface Outcome {
-  code: number
-  out: string
-  err: string
-}
-
 t.test(`the command line (${backend})`, async (t) => {
   // No inactive pair here: every command builds the service, which brings the catalog back in line with the code.
   const w = await buildWorld(t, { inactivePair: false })
   const { service } = w
   const dir = tempDir(t)
-  const cli = async (...argv: string[]): Promise<Outcome> => {
-    const out: string[] = []
-    const err: string[] = []
-    const options: RunOptions = {
-      env: { DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
-      io: { out: (l) => void out.push(l), err: (l) => void err.push(l) },
-      db: service.db,
-    }
-    const code = await runCli(argv, options)
-    return { code, out: out.join('\n'), err: err.join('\n') }
-  }
+  const cli = cliOn(service.db)
   const write = (name: string, text: string) => {
     const path = join(dir, name)
     writeFileSync(path, text)

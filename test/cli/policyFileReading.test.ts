@@ -9,18 +9,12 @@ import t from 'tap'
 import type { Caller } from '../../src/commands/context.js'
 import { grantRolePermission } from '../../src/commands/changeRolePermission.js'
 import { readPolicyFile } from '../../src/cli/modelCheck.js'
-import { runCli, type RunOptions } from '../../src/cli/run.js'
 import { parsePolicyCsv } from '../../src/domain/policyCsv.js'
-import { TEST_SECRET, backend, buildTestApp, onboard, postgresUrl, register, tempDir } from '../helper.js'
+import { backend, buildTestApp, onboard, register, tempDir } from '../helper.js'
+import { cliOn } from '../support/cli.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
 onceOnPGlite('how two commands read one file')
-
-interface Outcome {
-  code: number
-  out: string
-  err: string
-}
 
 /** Every value of a rule line quoted (`""` inside), the way a spreadsheet might write it back. */
 const quoted = (line: string) =>
@@ -46,17 +40,7 @@ t.test(`one file, read alike by model check and policy import (${backend})`, asy
     writeFileSync(path, text)
     return path
   }
-  const cli = async (...argv: string[]): Promise<Outcome> => {
-    const out: string[] = []
-    const err: string[] = []
-    const options: RunOptions = {
-      env: { DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
-      io: { out: (l) => void out.push(l), err: (l) => void err.push(l) },
-      db: service.db,
-    }
-    const code = await runCli(argv, options)
-    return { code, out: out.join('\n'), err: err.join('\n') }
-  }
+  const cli = cliOn(service.db)
   const loaded = (out: string) => /loads through it: (\d+) p rules, (\d+) g rules/.exec(out)?.slice(1).map(Number)
 
   const exported = await cli('policy', 'export')

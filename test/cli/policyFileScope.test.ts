@@ -13,10 +13,10 @@ import t from 'tap'
 import { exportPolicy } from '../../src/commands/exportPolicy.js'
 import { importPolicy } from '../../src/commands/importPolicy.js'
 import { summarizeDiff } from '../../src/domain/policyDiff.js'
-import { runCli } from '../../src/cli/run.js'
 import { massRemoval } from '../../src/domain/policyFile.js'
+import { cliOn } from '../support/cli.js'
 import { fingerprint, twoMerchants } from '../support/policyWorld.js'
-import { TEST_SECRET, backend, buildTestApp, postgresUrl, tempDir } from '../helper.js'
+import { backend, buildTestApp, tempDir } from '../helper.js'
 
 t.test(`the header's scope must be the import's, and a mass removal is held back (${backend})`, async (t) => {
   const ta = await buildTestApp(t)
@@ -78,27 +78,12 @@ t.test(`the header's scope must be the import's, and a mass removal is held back
   t.same(massRemoval(5, 5, 0.1), null)
 })
 
-interface Outcome {
-  code: number
-  out: string
-  err: string
-}
-
 t.test(`the command line: refusals exit 2, the dry run says what the import would refuse (${backend})`, async (t) => {
   const ta = await buildTestApp(t)
   const { service } = ta
   await twoMerchants(ta)
   const dir = tempDir(t)
-  const cli = async (...argv: string[]): Promise<Outcome> => {
-    const out: string[] = []
-    const err: string[] = []
-    const code = await runCli(argv, {
-      env: { DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
-      io: { out: (l) => void out.push(l), err: (l) => void err.push(l) },
-      db: service.db,
-    })
-    return { code, out: out.join('\n'), err: err.join('\n') }
-  }
+  const cli = cliOn(service.db)
   const write = (name: string, text: string) => {
     const path = join(dir, name)
     writeFileSync(path, text)

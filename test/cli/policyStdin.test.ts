@@ -17,7 +17,7 @@ t.test('the size cap holds while reading: a pipe is read no further than one byt
   const command = `yes '# a comment line that Casbin skips' | exec "${process.execPath}" --import tsx src/cli/main.ts policy import --file /dev/stdin --dry-run`
   const child = spawn('bash', ['-c', command], {
     cwd: repositoryRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
@@ -44,7 +44,7 @@ t.test('the size cap holds while reading: a pipe is read no further than one byt
 
   const small = spawn('bash', ['-c', `printf '# policy-format: 1\\n# scope: all\\np, clerk, global, orders, read, allow\\n' | exec "${process.execPath}" --import tsx src/cli/main.ts policy import --file /dev/stdin --dry-run`], {
     cwd: repositoryRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''

@@ -102,7 +102,7 @@ export async function processDatabase(t: Teardown): Promise<ProcessDatabase> {
 export interface ServerProcessOptions {
   /**
    * The process's environment on top of PATH, HOME, HOST=127.0.0.1, PORT (a
-   * free port) and LOG_LEVEL=info; nothing else of the test's environment is
+   * free port), LOG_LEVEL=info, APS_TEST_PGLITE_INITDB and NODE_COMPILE_CACHE; nothing else of the test's environment is
    * passed. `undefined` removes a variable.
    */
   env?: Record<string, string | undefined>
@@ -208,6 +208,10 @@ export async function startServer(t: Teardown, options: ServerProcessOptions = {
     HOST: '127.0.0.1',
     PORT: String(port),
     LOG_LEVEL: 'info',
+    // The tests' one initdb for the process's PGlite store (test/helper.ts); `undefined` in options.env gives it its own.
+    APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB,
+    // Node's compile cache, when the run has one (.ci/run): compiled code only, no behaviour.
+    NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE,
     ...options.env,
   }
   for (const [key, value] of Object.entries(merged)) if (value !== undefined) env[key] = value
