@@ -189,7 +189,7 @@ export class CandidateIndex {
       const held = bySub.get(id)
       if (held === undefined) {
         bySub.set(id, place)
-        this.subjectsAt(table, id).add(sub)
+        if (this.reverseBuilt) this.subjectsAt(table, id).add(sub)
       } else if (typeof held === 'number') bySub.set(id, [held, place])
       else long = held.push(place) > LONG_LIST || long
     }
@@ -351,6 +351,21 @@ export class CandidateIndex {
 
   /** Per table: combination id → the subjects having rows at it (the reverse of `rows`, for "who may hold"). */
   private readonly subjectsByCombo = new Map<Table, Map<number, Set<string>>>()
+  /**
+   * Whether subjectsByCombo is built. A load does not build it (only holders
+   * read it, and at a million rows it is a fifth of the index's build): the
+   * first possibleRequesters() does, from `rows`, and from then on every
+   * filing and removal keeps it.
+   */
+  private reverseBuilt = false
+
+  private reverseReady(): void {
+    if (this.reverseBuilt) return
+    this.reverseBuilt = true
+    for (const table of this.tables) {
+      for (const [sub, bySub] of table.rows) for (const id of bySub.keys()) this.subjectsAt(table, id).add(sub)
+    }
+  }
 
   private subjectsAt(table: Table, id: number): Set<string> {
     let byCombo = this.subjectsByCombo.get(table)
@@ -378,6 +393,7 @@ export class CandidateIndex {
     const request = ['', dom, obj, act]
     const readsSub = (pin: Pin) => pin.from === 'request' && pin.field === 'sub'
     const found = new Set<string>()
+    this.reverseReady()
     for (const { alternative, pins, table } of this.lookups) {
       const tie = alternative.subject
       if (pins.some(readsSub) || (tie.kind === 'role' && tie.domain !== 'any' && readsSub(tie.domain))) return null
