@@ -93,7 +93,7 @@ export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopp
     return true
   }
 
-  return (request: IncomingMessage, response: ServerResponse, toFastify: () => void): boolean => {
+  return (request: IncomingMessage, response: ServerResponse, toFastify: (request: IncomingMessage, response: ServerResponse) => void): boolean => {
     const { headers } = request
     const length = headers['content-length']
     const type = headers['content-type']
@@ -112,7 +112,7 @@ export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopp
       }
       if (answered) return
       request.unshift(body)
-      toFastify()
+      toFastify(request, response)
     })
     return true
   }

@@ -1,15 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 
+type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
+
 /**
  * A handler that may answer a request before Fastify sees it: true when it
  * has taken the request, false to leave it to Fastify untouched. One that
  * took it and must read its body before deciding may hand it to Fastify
  * later with `toFastify`, once the body is given back to the request.
  */
-export type FastPath = (request: IncomingMessage, response: ServerResponse, toFastify: () => void) => boolean
-
-type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
+export type FastPath = (request: IncomingMessage, response: ServerResponse, toFastify: RequestListener) => boolean
 
 interface Slot {
   path: FastPath | null
@@ -29,7 +29,8 @@ export function putBehindFastPath(fastify: FastifyInstance, stopping: () => bool
   for (const listener of fastify.server.listeners('request') as RequestListener[]) {
     fastify.server.removeListener('request', listener)
     fastify.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-      if (slot.path === null || !slot.path(request, response, () => listener(request, response))) listener(request, response)
+      // Fastify's listener itself is handed over: no closure is made per request.
+      if (slot.path === null || !slot.path(request, response, listener)) listener(request, response)
     })
   }
 }

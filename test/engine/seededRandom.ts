@@ -7,6 +7,7 @@ export function random(seed: number) {
     x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
     return ((x ^ (x >>> 14)) >>> 0) / 4294967296
   }
-  const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)] as T
-  return { next, pick }
+  const below = (n: number): number => Math.floor(next() * n)
+  const pick = <T>(values: readonly T[]): T => values[below(values.length)] as T
+  return { next, below, pick }
 }

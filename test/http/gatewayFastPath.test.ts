@@ -57,6 +57,17 @@ async function compareBothWays(t: Test, ta: TestApp, base: string, { method, url
 }
 
 /** The three ways every case is sent: with the token, without one, with a client request id. */
+/** m1's owner and a clerk holding orders:read in m1, the clerk's Authorization header, and the app listening on a free port. */
+async function listeningWithClerk(t: Test, ta: TestApp) {
+  const owner = await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' }, ta.tokenFor(owner))
+  const grant = await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: { command: 'grant-role-permission', data: { obj: 'orders', act: 'read', domain: 'm1' } } })
+  t.equal(grant.statusCode, 200)
+  const authorization = `Bearer ${ta.tokenFor(clerk)}`
+  await ta.app.listen({ host: '127.0.0.1', port: 0 })
+  return { owner, clerk, authorization, base: `http://127.0.0.1:${(ta.app.server.address() as AddressInfo).port}` }
+}
+
 const callerVariants = (authorization: string) =>
   [
     ['with the token', { authorization }],
@@ -66,13 +77,7 @@ const callerVariants = (authorization: string) =>
 
 t.test('over HTTP the fast path answers as the routes do, and leaves the rest to them', async (t) => {
   const ta = await buildTestApp(t, { env: { ROUTE_MAP_PATH: BENCH_ROUTE_MAP } })
-  const owner = await onboard(ta, 'm1')
-  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' }, ta.tokenFor(owner))
-  const grant = await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: { command: 'grant-role-permission', data: { obj: 'orders', act: 'read', domain: 'm1' } } })
-  t.equal(grant.statusCode, 200)
-  const authorization = `Bearer ${ta.tokenFor(clerk)}`
-  await ta.app.listen({ host: '127.0.0.1', port: 0 })
-  const base = `http://127.0.0.1:${(ta.app.server.address() as AddressInfo).port}`
+  const { authorization, base } = await listeningWithClerk(t, ta)
 
   const cases: Array<{ url: string; headers?: Record<string, string>; method?: 'GET' | 'HEAD' }> = [
     { url: '/v2/authz/check?obj=orders&act=read' },
@@ -114,13 +119,7 @@ const mixed = (n: number) =>
 
 t.test('over HTTP check-batch answers as its route does, whichever path takes it', async (t) => {
   const ta = await buildTestApp(t)
-  const owner = await onboard(ta, 'm1')
-  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' }, ta.tokenFor(owner))
-  const grant = await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: { command: 'grant-role-permission', data: { obj: 'orders', act: 'read', domain: 'm1' } } })
-  t.equal(grant.statusCode, 200)
-  const authorization = `Bearer ${ta.tokenFor(clerk)}`
-  await ta.app.listen({ host: '127.0.0.1', port: 0 })
-  const base = `http://127.0.0.1:${(ta.app.server.address() as AddressInfo).port}`
+  const { owner, clerk, authorization, base } = await listeningWithClerk(t, ta)
   const longest = `o${'a'.repeat(63)}`
   const bodies: Array<[string, string]> = [
     ['allowed, denied, domain given or not', batchBody([{ obj: 'orders', act: 'read' }, { obj: 'orders', act: 'refund', domain: 'm1' }, { obj: 'orders', act: 'read', domain: 'm2' }])],

@@ -6,6 +6,7 @@
  * route takes, with the same checks in the same order.
  */
 import t from 'tap'
+import { random } from '../engine/seededRandom.js'
 import { SPAN_FIELDS, newSpans, readPlainBatch } from '../../src/http/plainBatch.js'
 import { BatchBody } from '../../src/http/routes/authz.js'
 import { createValidatorCompiler } from '../../src/http/validation.js'
@@ -26,20 +27,6 @@ function read(text: string): { count: number; checks: Array<{ obj: string; act: 
 
 const validate = createValidatorCompiler()({ schema: BatchBody, httpPart: 'body' }) as (value: unknown) => boolean
 
-/** A small deterministic generator (mulberry32): the same bodies on every run. */
-function generator(seed: number) {
-  let state = seed
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0
-    let x = Math.imul(state ^ (state >>> 15), 1 | state)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  const below = (n: number) => Math.floor(next() * n)
-  const pick = <T>(items: readonly T[]): T => items[below(items.length)] as T
-  return { next, below, pick }
-}
-
 /** A JSON text written by hand: members as pairs, so keys may repeat or be escaped. */
 type Raw = { text: string }
 type Value = Raw | string | number | boolean | null | Value[] | Members
@@ -52,7 +39,7 @@ const GOOD_DOMAINS = ['m1', 'M1', '9', 'global', 'A.b-c_1', `m${'1'.repeat(63)}`
 const BAD_DOMAINS = ['', '-m1', '_m', '.m', 'm 1', `m${'1'.repeat(64)}`, 'm\u00e9']
 
 function bodies(count: number, seed: number): Array<{ text: string; plain: boolean }> {
-  const { next, below, pick } = generator(seed)
+  const { next, below, pick } = random(seed)
   const space = () => pick(SPACES)
   /** Written with JSON whitespace between tokens; with `breakSpace`, some of it not JSON's. */
   const write = (value: Value, breakSpace: boolean): string => {
