@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { postgresUrl } from '../helper.js'
-import { startTcpProxy, type TcpProxy } from './tcpProxy.js'
+import { closeSocket, startTcpProxy, type TcpProxy } from './tcpProxy.js'
 import { onceOnPGlite } from './onceOnPGlite.js'
 
 onceOnPGlite('a test support proxy')
@@ -240,6 +240,24 @@ t.test('close destroys everything, stops listening, and may be called twice', CA
   t.equal(proxy.state, 'closed')
   const late = await Peer.open(t, proxy.port)
   t.equal(late.error?.code, 'ECONNREFUSED')
+})
+
+t.test('a reset asked for while the socket is sending its own FIN still closes it', CASE, async (t) => {
+  // The race a cut or close can meet: the other side half-closed a moment ago, so the proxy has called end()
+  // on this one and the shutdown is still queued. libuv refuses a reset then; a socket left to that refusal
+  // never closes and keeps the test process from exiting.
+  const echo = await startEcho(t)
+  const socket = net.connect({ host: '127.0.0.1', port: echo.port, allowHalfOpen: true })
+  socket.on('error', () => {})
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+  let closed = false
+  socket.once('close', () => (closed = true))
+  socket.end()
+  t.ok(socket.writableEnded && !socket.writableFinished, 'the FIN is queued, not yet sent')
+  closeSocket(socket, 'reset')
+  await waitFor('the socket to close', () => closed)
+  t.ok(closed, 'the socket closed')
+  await waitFor('the target side to close', () => echo.sockets.size === 0)
 })
 
 t.test('a target that refuses connections closes the client side too', CASE, async (t) => {

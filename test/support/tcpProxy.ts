@@ -74,10 +74,19 @@ function loopbackAddress(host: string): string | null {
   return net.isIPv4(host) && host.startsWith('127.') ? host : null
 }
 
-function kill(socket: Socket, mode: CutMode): void {
+/**
+ * Ends one side of a pair. An RST can only be sent on an established
+ * connection; one still connecting is simply abandoned. Nor can it be sent
+ * while the socket's own FIN is queued (end() called, the shutdown not yet
+ * done, as when the other side has just half-closed): libuv refuses the
+ * reset (EINVAL) and Node then never closes the handle, so the socket never
+ * emits 'close' and the process spins at exit waiting for it. Such a socket
+ * is destroyed instead; its FIN is on its way anyway.
+ */
+export function closeSocket(socket: Socket, mode: CutMode): void {
   if (socket.destroyed) return
-  // An RST can only be sent on an established connection; one still connecting is simply abandoned.
-  if (mode === 'reset' && !socket.connecting) socket.resetAndDestroy()
+  const finQueued = socket.writableEnded && !socket.writableFinished
+  if (mode === 'reset' && !socket.connecting && !finQueued) socket.resetAndDestroy()
   else socket.destroy()
 }
 
@@ -95,8 +104,8 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
 
   function destroyPair(pair: Pair, mode: CutMode): void {
     pairs.delete(pair)
-    kill(pair.client, mode)
-    if (pair.upstream !== null) kill(pair.upstream, mode)
+    closeSocket(pair.client, mode)
+    if (pair.upstream !== null) closeSocket(pair.upstream, mode)
   }
 
   function silence(pair: Pair): void {
@@ -138,7 +147,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     client.on('error', () => {})
     if (state === 'cut' || state === 'closed') {
       counters.refused += 1
-      kill(client, cutMode)
+      closeSocket(client, cutMode)
       return
     }
     client.setNoDelay(true)
