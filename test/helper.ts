@@ -11,7 +11,7 @@ import { openPGlite } from '../src/storage/pglite.js'
 import app from '../src/http/app.js'
 import { createFastify } from '../src/http/fastifyOptions.js'
 import type { Account } from '../src/domain/principals.js'
-import { emptyPGliteDataDir, emptyPGliteDataDirFile } from './support/pgliteTemplate.js'
+import { emptyPGliteDataDirFile } from './support/pgliteTemplate.js'
 
 /** The back end every test file runs on: PostgreSQL when DATABASE_URL says so, else an in-memory PGlite. */
 export const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
@@ -43,7 +43,7 @@ export function tempDir(t: Teardown, prefix = 'aps-'): string {
 /** A database of its own for one test file: a fresh schema on PostgreSQL, a fresh in-memory PGlite otherwise. */
 export async function freshDatabase(t: Teardown): Promise<Database & { schema?: string }> {
   if (postgresUrl === undefined) {
-    const db = await openPGlite(null, { loadDataDir: await emptyPGliteDataDir() })
+    const db = await openPGlite(null)
     t.teardown(() => db.close())
     return db
   }

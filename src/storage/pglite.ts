@@ -246,6 +246,9 @@ class PGliteDatabase implements Database {
   }
 }
 
+/** The dump APS_TEST_PGLITE_INITDB names, as read (testInitdbDump). */
+let initdbDump: { file: string; blob: Blob } | undefined
+
 /**
  * A hook for the tests alone (docs/testing.md): APS_TEST_PGLITE_INITDB names
  * a file holding what PGlite's initdb makes, dumped by PGlite
@@ -256,19 +259,20 @@ class PGliteDatabase implements Database {
  */
 function testInitdbDump(): Blob | undefined {
   const file = process.env.APS_TEST_PGLITE_INITDB
-  return file !== undefined && file !== '' ? new Blob([readFileSync(file)]) : undefined
+  if (file === undefined || file === '') return undefined
+  // Read once per process: a test process opens many stores, and PGlite only reads the blob.
+  if (initdbDump?.file !== file) initdbDump = { file, blob: new Blob([readFileSync(file)]) }
+  return initdbDump.blob
 }
 
 /**
  * `dataDir` null keeps everything in memory; a folder is locked against a
  * second opener until closed. `lock` is for tests, which cannot wait 30 s
- * for a dead holder's lock to go stale; so is `loadDataDir`, an in-memory
- * store started from a data folder PGlite dumped (`dumpDataDir`) instead of
- * from its initdb, which costs seconds of CPU per store.
+ * for a dead holder's lock to go stale.
  */
-export async function openPGlite(dataDir: string | null, options: { lock?: LockTiming; loadDataDir?: Blob } = {}): Promise<Database> {
+export async function openPGlite(dataDir: string | null, options: { lock?: LockTiming } = {}): Promise<Database> {
   if (dataDir === null) {
-    const loadDataDir = options.loadDataDir ?? testInitdbDump()
+    const loadDataDir = testInitdbDump()
     return new PGliteDatabase(await PGlite.create(loadDataDir !== undefined ? { loadDataDir } : {}), null)
   }
   const folder = resolve(dataDir)

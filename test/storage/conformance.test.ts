@@ -20,7 +20,6 @@ import { deleteRule, insertRule, iterateRules } from '../../src/storage/policyRo
 import { bumpRevision, currentRevision } from '../../src/storage/revision.js'
 import { insertSubRole, listDomainSubRoles, listSubRoles, subRoleExists } from '../../src/storage/subRoles.js'
 import { postgresUrl } from '../helper.js'
-import { emptyPGliteDataDir } from '../support/pgliteTemplate.js'
 
 /**
  * One suite for the storage functions, run against every back end in one
@@ -40,7 +39,7 @@ const backends: Backend[] = [
   {
     name: 'pglite',
     async open(t) {
-      const db = await openPGlite(null, { loadDataDir: await emptyPGliteDataDir() })
+      const db = await openPGlite(null)
       t.teardown(() => db.close())
       return db
     },

@@ -5,7 +5,7 @@ import { PGlite } from '@electric-sql/pglite'
 
 /**
  * A freshly initialised, empty PGlite data folder, dumped once and shared by
- * every in-memory test database: PGlite's initdb costs about 7 s of CPU per
+ * every new store the tests open: PGlite's initdb costs about 7 s of CPU per
  * store, and a run opens a few hundred stores. The dump holds no migration,
  * so the service's own start-up still makes its tables. It differs from what
  * `PGlite.create()` makes in two settings that change no query's answer, only
@@ -32,7 +32,6 @@ const SHARED_BUFFERS = '16MB'
 const cacheFile = join(repositoryRoot, 'node_modules/.cache/admin-permission-service', `pglite-${version}-empty-wal1mb-buffers${SHARED_BUFFERS}.tar`)
 
 let file: Promise<string> | undefined
-let dump: Promise<Blob> | undefined
 
 async function findOrMake(): Promise<string> {
   if (existsSync(cacheFile)) return cacheFile
@@ -52,10 +51,4 @@ async function findOrMake(): Promise<string> {
 export function emptyPGliteDataDirFile(): Promise<string> {
   file ??= findOrMake()
   return file
-}
-
-/** The empty data folder to start an in-memory PGlite from. */
-export function emptyPGliteDataDir(): Promise<Blob> {
-  dump ??= emptyPGliteDataDirFile().then((path) => new Blob([readFileSync(path)]))
-  return dump
 }
