@@ -13,6 +13,7 @@ import { ROOT_EMAIL, TEST_SECRET, buildTestApp, freshDatabase, register } from '
 import { processDatabase } from './support/serverProcess.js'
 import { cliFor, cliOn } from './support/cli.js'
 import { pgliteRunOnly } from './support/onceOnPGlite.js'
+import { TEST_NODE_ARGS } from './support/nodeArgs.js'
 
 const run = promisify(execFile)
 const repositoryModel = new URL('../model.conf', import.meta.url)
@@ -305,7 +306,7 @@ t.test('the real command line, as a child process', { skip: pgliteRunOnly('an em
   const dir = tempDir(t, 'cli-process-')
   const cwd = new URL('..', import.meta.url).pathname
   const env = { ...process.env, DATABASE_URL: `pglite://${dir}`, LOG_LEVEL: 'silent' }
-  const main = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd, env, timeout: 60_000 })
+  const main = (...args: string[]) => run(process.execPath, [...TEST_NODE_ARGS, 'src/cli/main.ts', ...args], { cwd, env, timeout: 60_000 })
 
   const migrated = await main('migrate')
   t.equal(migrated.stdout.trim(), `applied ${allMigrations.join(', ')}`)

@@ -10,6 +10,7 @@ import t from 'tap'
 import { openPostgres } from '../src/storage/pg.js'
 import { postgresUrl } from './helper.js'
 import { pgliteRunOnly } from './support/onceOnPGlite.js'
+import { TEST_NODE_ARGS } from './support/nodeArgs.js'
 
 /** The real runner in its own process: start-up and the first admin, HTTP over a socket, logs, and SIGTERM finishing in-flight requests before exit 0. */
 
@@ -52,7 +53,7 @@ const compileCache: Record<string, string> = process.env.NODE_COMPILE_CACHE !== 
  */
 async function startServer(t: Teardown, env: Record<string, string>): Promise<Running> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+  const child = spawn(process.execPath, [...TEST_NODE_ARGS, 'src/http/server.ts'], {
     cwd: repositoryRoot,
     env: { PATH: process.env.PATH ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...compileCache, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -311,7 +312,7 @@ t.test('on PostgreSQL nothing is created implicitly', { skip: postgresUrl === un
 })
 
 t.test('a start with bad configuration stops with a clear message and no stack trace', { skip: pgliteRunOnly('configuration refused before any database') }, async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+  const child = spawn(process.execPath, [...TEST_NODE_ARGS, 'src/http/server.ts'], {
     cwd: repositoryRoot,
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'mysql://nope', LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],

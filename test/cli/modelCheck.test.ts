@@ -6,6 +6,7 @@ import t from 'tap'
 import { TEST_SECRET, buildTestApp, freshDatabase, register, tempDir } from '../helper.js'
 import { repositoryRoot } from '../support/serverProcess.js'
 import { cliFor, cliOn } from '../support/cli.js'
+import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
 
 const run = promisify(execFile)
 const shippedModel = join(repositoryRoot, 'model.conf')
@@ -241,7 +242,7 @@ t.test('as CI runs it: the command line in a process of its own', async (t) => {
   const write = writer(tempDir(t, 'model-check-'))
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', DATABASE_URL: 'pglite://memory', LOG_LEVEL: 'silent' }
   const main = (...args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'model', 'check', ...args], { cwd: repositoryRoot, env, timeout: 60_000 })
+    run(process.execPath, [...TEST_NODE_ARGS, 'src/cli/main.ts', 'model', 'check', ...args], { cwd: repositoryRoot, env, timeout: 60_000 })
   const passed = await main('--decisions', 'model.decisions')
   t.match(passed.stdout, /all \d+ hold/)
   const failed = await main('--decisions', 'model.decisions', '--model', write('no-deny.conf', withoutDeny)).then(

@@ -45,6 +45,7 @@ import {
 import { cliOn } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
 import { pgliteRunOnly } from '../support/onceOnPGlite.js'
+import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
 
 const MODEL = new URL('../../model.conf', import.meta.url).pathname
 const INACTIVE = { obj: 'customers', act: 'export' }
@@ -560,7 +561,7 @@ t.test('the real command line: exit codes of a child process', { skip: pgliteRun
   const cwd = new URL('../..', import.meta.url).pathname
   const env = { ...process.env, DATABASE_URL: `pglite://${dir}/store`, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
   const main = (...args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd, env, timeout: 60_000 }).then(
+    run(process.execPath, [...TEST_NODE_ARGS, 'src/cli/main.ts', ...args], { cwd, env, timeout: 60_000 }).then(
       ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
       (error: { code: number; stdout: string; stderr: string }) => error,
     )

@@ -8,13 +8,14 @@ import t from 'tap'
 import { repositoryRoot } from '../support/serverProcess.js'
 import { tempDir } from '../helper.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
+import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
 
 onceOnPGlite('an embedded store in a folder of its own, whatever DATABASE_URL says')
 
 t.test('the size cap holds while reading: a pipe is read no further than one byte past it', async (t) => {
   const dir = tempDir(t)
   // An endless pipe (`yes`): a cap checked against the file's size (a pipe has none) would read until memory runs out.
-  const command = `yes '# a comment line that Casbin skips' | exec "${process.execPath}" --import tsx src/cli/main.ts policy import --file /dev/stdin --dry-run`
+  const command = `yes '# a comment line that Casbin skips' | exec "${process.execPath}" ${TEST_NODE_ARGS.join(' ')} src/cli/main.ts policy import --file /dev/stdin --dry-run`
   const child = spawn('bash', ['-c', command], {
     cwd: repositoryRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
@@ -42,7 +43,7 @@ t.test('the size cap holds while reading: a pipe is read no further than one byt
   t.equal(code, 2, stderr)
   t.equal(stderr, '/dev/stdin holds more than 8388608 bytes; a policy file may have at most 8388608\n')
 
-  const small = spawn('bash', ['-c', `printf '# policy-format: 1\\n# scope: all\\np, clerk, global, orders, read, allow\\n' | exec "${process.execPath}" --import tsx src/cli/main.ts policy import --file /dev/stdin --dry-run`], {
+  const small = spawn('bash', ['-c', `printf '# policy-format: 1\\n# scope: all\\np, clerk, global, orders, read, allow\\n' | exec "${process.execPath}" ${TEST_NODE_ARGS.join(' ')} src/cli/main.ts policy import --file /dev/stdin --dry-run`], {
     cwd: repositoryRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -21,6 +21,7 @@ import { AMBIGUOUS_PATHS } from '../support/ambiguousPaths.js'
 import { sendRaw as send } from '../support/rawRequest.js'
 import { freePort, processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
+import { WASM_BASELINE_ONLY } from '../support/nodeArgs.js'
 
 onceOnPGlite('the nginx gateway in front of the service')
 
@@ -178,7 +179,7 @@ async function startService(t: Teardown & { comment(...args: unknown[]): void },
 
 async function startCompiled(t: Teardown, app: string, env: Record<string, string>): Promise<Service> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['dist/http/server.js'], {
+  const child = spawn(process.execPath, [WASM_BASELINE_ONLY, 'dist/http/server.js'], {
     cwd: app,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

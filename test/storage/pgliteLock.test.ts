@@ -8,6 +8,7 @@ import { runCli } from '../../src/cli/run.js'
 import { LOCK_LOST_EXIT_CODE, STORE_LOCK_TIMING, openPGlite } from '../../src/storage/pglite.js'
 import { tempDir } from '../helper.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
+import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
 
 onceOnPGlite("PGlite's folder lock, on PGlite whatever DATABASE_URL says")
 
@@ -36,7 +37,7 @@ interface Child {
 
 /** Runs `node --import tsx <args>`, as PID 1 of its own PID namespace when `namespace` is set. */
 function node(t: Teardown, args: string[], options: { namespace?: boolean; env?: Record<string, string> } = {}): Child {
-  const command = [process.execPath, '--import', 'tsx', ...args]
+  const command = [process.execPath, ...TEST_NODE_ARGS, ...args]
   const [file, ...rest] = options.namespace === true ? ['unshare', ...NAMESPACE, ...command] : command
   const child = spawn(file as string, rest, { cwd: root, env: { ...process.env, ...options.env } })
   let out = ''

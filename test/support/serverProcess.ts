@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import type { Database } from '../../src/storage/db.js'
 import { openPGlite } from '../../src/storage/pglite.js'
 import { freshDatabase, postgresUrl } from '../helper.js'
+import { TEST_NODE_ARGS } from './nodeArgs.js'
 
 /**
  * The real server in processes of its own, for tests of what only a process
@@ -217,7 +218,7 @@ export async function startServer(t: Teardown, options: ServerProcessOptions = {
   for (const [key, value] of Object.entries(merged)) if (value !== undefined) env[key] = value
 
   const [command, args] =
-    options.via === 'npm' ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/http/server.ts']]
+    options.via === 'npm' ? ['npm', ['start']] : [process.execPath, [...TEST_NODE_ARGS, 'src/http/server.ts']]
   const spawnedAt = Date.now()
   const child = spawn(command, args, { cwd: repositoryRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   if (child.pid === undefined) throw new Error(`${name}: could not spawn ${command}`)
