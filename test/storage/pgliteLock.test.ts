@@ -35,7 +35,7 @@ interface Child {
   exited: Promise<{ code: number | null; stdout: string; stderr: string }>
 }
 
-/** Runs `node --import tsx <args>`, as PID 1 of its own PID namespace when `namespace` is set. */
+/** Runs `node <TEST_NODE_ARGS> <args>`, as PID 1 of its own PID namespace when `namespace` is set. */
 function node(t: Teardown, args: string[], options: { namespace?: boolean; env?: Record<string, string> } = {}): Child {
   const command = [process.execPath, ...TEST_NODE_ARGS, ...args]
   const [file, ...rest] = options.namespace === true ? ['unshare', ...NAMESPACE, ...command] : command
