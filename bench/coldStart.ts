@@ -40,8 +40,8 @@ export function buildRunner(): void {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: repository, stdio: ['ignore', 'ignore', 'inherit'] })
 }
 
-/** Milliseconds from spawning the runner on `schema` to its first 200 on /readyz. */
-export async function spawnToReady(schema: string, form: RunnerForm = 'source'): Promise<number> {
+/** Milliseconds from spawning the runner on `schema` (with `env` added to the bench's environment) to its first 200 on /readyz. */
+export async function spawnToReady(schema: string, form: RunnerForm = 'source', env: Record<string, string> = {}): Promise<number> {
   if (postgresUrl === undefined) throw new Error('cold start is measured on PostgreSQL')
   const port = await freePort()
   const url = new URL(postgresUrl)
@@ -50,7 +50,7 @@ export async function spawnToReady(schema: string, form: RunnerForm = 'source'):
   const entry = form === 'built' ? [`${repository}dist/http/server.js`] : ['--import', 'tsx', `${repository}src/http/server.ts`]
   const child = spawn(process.execPath, entry, {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL: url.toString(), JWT_SECRET: BENCH_SECRET, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' },
+    env: { ...process.env, DATABASE_URL: url.toString(), JWT_SECRET: BENCH_SECRET, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...env },
   })
   let exited = false
   child.once('exit', () => (exited = true))

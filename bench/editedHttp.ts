@@ -13,11 +13,10 @@
  * PostgreSQL only (DATABASE_URL=postgres://…): two processes cannot share an
  * embedded PGlite.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { cpus, tmpdir, totalmem } from 'node:os'
-import { join } from 'node:path'
+import { cpus, totalmem } from 'node:os'
 import autocannon from 'autocannon'
 import { declaredCatalog } from '../src/domain/permissions.js'
+import { EDITED_MATCHER, writeEditedModel } from './editedModel.js'
 import { median, processCpuMicros, spawnServer, type Server } from './http.js'
 import { benchDatabase, benchService, benchSubject, postgresUrl, seedRules } from './seed.js'
 
@@ -35,12 +34,8 @@ if (postgresUrl === undefined) {
   process.exit(0)
 }
 
-const shippedText = readFileSync(new URL('../model.conf', import.meta.url), 'utf8')
-const editedText = shippedText.replace('r.obj == p.obj && r.act == p.act', 'r.act == p.act && r.obj == p.obj')
-if (editedText === shippedText) throw new Error('model.conf no longer holds the matcher this bench rewrites')
-const dir = mkdtempSync(join(tmpdir(), 'aps-edited-'))
-const editedPath = join(dir, 'model.conf')
-writeFileSync(editedPath, editedText)
+const editedModel = writeEditedModel()
+const editedPath = editedModel.path
 
 const store = await benchDatabase()
 const { db } = store
@@ -82,7 +77,7 @@ const shipped = await spawnServer('./server.ts', [String(RULES), store.schema as
 const edited = await spawnServer('./server.ts', [String(RULES), store.schema as string], [], env(editedPath))
 const servers: Array<[string, Server]> = [
   ['shipped model.conf', shipped],
-  ['edited: r.act == p.act && r.obj == p.obj', edited],
+  [`edited: ${EDITED_MATCHER}`, edited],
 ]
 
 /** A role grant, then its revoke, and so on, every 250 ms, through each server in turn. */
@@ -160,7 +155,7 @@ try {
   written = await writer.stop()
   for (const [, server] of servers) await server.stop()
   await store.drop()
-  rmSync(dir, { recursive: true, force: true })
+  editedModel.remove()
 }
 if (written.failed > 0) throw new Error(`${written.failed} of ${written.writes} writes failed`)
 

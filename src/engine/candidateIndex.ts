@@ -1,15 +1,9 @@
 import { RowTable } from './modelRows.js'
 import type { Alternative, Field, Pin } from './matcherAnalysis.js'
+import { PlacesTable, type Places } from './placesTable.js'
 
 /** The policy fields a p row is keyed on, in the row's order (p = sub, dom, obj, act, eft). */
 const POSITION: Record<Field, number> = { sub: 0, dom: 1, obj: 2, act: 3 }
-
-/**
- * A subject's rows of one combination of values: their places in the list,
- * ascending. Most such lists hold one row, kept as the bare number: an
- * array per row would cost more than the row itself.
- */
-type Places = number | number[]
 
 /**
  * One table: rows keyed on their subject and on the values of `fields`.
@@ -23,8 +17,8 @@ interface Table {
   positions: number[]
   combos: Map<string, unknown>
   nextCombo: number
-  /** subject → combo id → its rows' places */
-  rows: Map<string, Map<number, Places>>
+  /** (subject id, combo id) → its rows' places */
+  rows: PlacesTable
 }
 
 /** One alternative, compiled: the table its rows are found in and where each key value comes from. */
@@ -149,7 +143,7 @@ export class CandidateIndex {
       const fields = (['dom', 'obj', 'act'] as const).filter((f) => alternative.pins[f] !== undefined)
       let table = this.tables.find((t) => t.fields.join() === fields.join())
       if (table === undefined) {
-        table = { fields, positions: fields.map((f) => POSITION[f]), combos: new Map(), nextCombo: 1, rows: new Map() }
+        table = { fields, positions: fields.map((f) => POSITION[f]), combos: new Map(), nextCombo: 1, rows: new PlacesTable(rows.length) }
         this.tables.push(table)
       }
       return { alternative, pins: fields.map((f) => alternative.pins[f] as Pin), table, sameAs: -1 }
@@ -178,33 +172,30 @@ export class CandidateIndex {
   /** Files the row at `place` (larger than every place filed before) in every table; whether a list is now long. */
   private file(row: readonly string[], place: number): boolean {
     let long = false
+    const sub = row[0] ?? ''
+    const subject = this.subjectId(sub)
     for (const table of this.tables) {
       const id = comboId(table, row, true) as number
-      const sub = row[0] ?? ''
-      let bySub = table.rows.get(sub)
-      if (bySub === undefined) {
-        bySub = new Map()
-        table.rows.set(sub, bySub)
-      }
-      const held = bySub.get(id)
+      const held = table.rows.get(subject, id)
       if (held === undefined) {
-        bySub.set(id, place)
+        table.rows.set(subject, id, place)
         if (this.reverseBuilt) this.subjectsAt(table, id).add(sub)
-      } else if (typeof held === 'number') bySub.set(id, [held, place])
+      } else if (typeof held === 'number') table.rows.set(subject, id, [held, place])
       else long = held.push(place) > LONG_LIST || long
     }
     return long
   }
 
   /** The places of the rows filed in `table` with the subject and values of `row`. */
-  private static placesOf(table: Table, row: readonly string[]): Places | undefined {
+  private placesOf(table: Table, row: readonly string[]): Places | undefined {
     const id = comboId(table, row, false)
-    return id === undefined ? undefined : table.rows.get(row[0] ?? '')?.get(id)
+    const subject = this.subjectIds.get(row[0] ?? '')
+    return id === undefined || subject === undefined ? undefined : table.rows.get(subject, id)
   }
 
   /** The place of a row equal to `row`, or -1. */
   private placeOf(row: readonly string[]): number {
-    const held = this.tables.length === 0 ? undefined : CandidateIndex.placesOf(this.tables[0] as Table, row)
+    const held = this.tables.length === 0 ? undefined : this.placesOf(this.tables[0] as Table, row)
     if (held === undefined) return -1
     if (typeof held === 'number') return sameRow(this.places[held] as string[], row) ? held : -1
     for (let i = 0; i < held.length; i++) if (sameRow(this.places[held[i] as number] as string[], row)) return held[i] as number
@@ -239,20 +230,20 @@ export class CandidateIndex {
   /** A row taken out of the model's list (the others keep their order); every copy of it, as Casbin's removePolicy. */
   remove(row: readonly string[]): void {
     for (let place = this.take(row); place !== -1; place = this.take(row)) {
+      const subject = this.subjectIds.get(row[0] ?? '')
+      if (subject === undefined) continue
       for (const table of this.tables) {
         const id = comboId(table, row, false)
-        const bySub = table.rows.get(row[0] ?? '')
-        if (id === undefined || bySub === undefined) continue
-        const held = bySub.get(id)
+        if (id === undefined) continue
+        const held = table.rows.get(subject, id)
         if (held === place || held === undefined) {
-          bySub.delete(id)
+          table.rows.delete(subject, id)
           this.subjectsByCombo.get(table)?.get(id)?.delete(row[0] ?? '')
         } else if (typeof held !== 'number') {
           const at = placeIn(held, place)
           if (held[at] === place) held.splice(at, 1)
-          if (held.length === 1) bySub.set(id, held[0] as number)
+          if (held.length === 1) table.rows.set(subject, id, held[0] as number)
         }
-        if (bySub.size === 0) table.rows.delete(row[0] ?? '')
       }
     }
   }
@@ -275,6 +266,8 @@ export class CandidateIndex {
   /** Renumbers the places without holes (the order kept) and files every row again. */
   private compact(): void {
     for (const table of this.tables) table.rows.clear()
+    this.subjectIds.clear()
+    this.subjectNames.length = 0
     this.subjectsByCombo.clear()
     this.places = withoutHoles(this.places)
     this.fileAll()
@@ -293,6 +286,8 @@ export class CandidateIndex {
     lists.length = 0
     rowsOut.length = 0
     const sub = request[0] as string
+    // -1 when the requester has no rows of its own (a user, most often): no key holds it.
+    const subject = this.subjectIds.get(sub) ?? -1
     const ids = this.ids
     for (let a = 0; a < this.lookups.length; a++) {
       const { alternative, pins, table, sameAs } = this.lookups[a] as Lookup
@@ -300,15 +295,15 @@ export class CandidateIndex {
       ids[a] = id
       if (id === undefined) continue
       const bySub = table.rows
-      this.collect(bySub, sub, id)
+      this.collect(bySub, subject, id)
       const tie = alternative.subject
       if (tie.kind === 'exact') continue
       if (tie.domain !== 'any') {
         const domain = tie.domain.from === 'literal' ? tie.domain.value : (request[POSITION[tie.domain.field]] as string)
         const roles = links.rolesReached(sub, domain)
-        for (let i = 0; i < roles.length; i++) this.collect(bySub, roles[i] as string, id)
+        for (let i = 0; i < roles.length; i++) this.collectOf(bySub, roles[i] as string, id)
       } else {
-        for (const domain of links.linkDomains()) for (const role of links.rolesReached(sub, domain)) this.collect(bySub, role, id)
+        for (const domain of links.linkDomains()) for (const role of links.rolesReached(sub, domain)) this.collectOf(bySub, role, id)
       }
     }
     if (lists.length === 1) {
@@ -343,10 +338,33 @@ export class CandidateIndex {
     return level as number
   }
 
-  private collect(bySub: Table['rows'], sub: string, id: number): void {
-    const list = bySub.get(sub)?.get(id)
+  private collect(bySub: PlacesTable, subject: number, id: number): void {
+    if (subject === -1) return
+    const list = bySub.get(subject, id)
     // Two alternatives may ask for the same list (the same subject and values): it counts once.
     if (list !== undefined && !this.lists.includes(list)) this.lists.push(list)
+  }
+
+  private collectOf(bySub: PlacesTable, sub: string, id: number): void {
+    this.collect(bySub, this.subjectIds.get(sub) ?? -1, id)
+  }
+
+  /**
+   * subject → its id in the tables' keys, given on the subject's first row
+   * and kept (a subject whose rows are all removed keeps its id until the
+   * next compact()): subjectNames reads an id back.
+   */
+  private readonly subjectIds = new Map<string, number>()
+  private readonly subjectNames: string[] = []
+
+  private subjectId(sub: string): number {
+    let id = this.subjectIds.get(sub)
+    if (id === undefined) {
+      id = this.subjectNames.length
+      this.subjectNames.push(sub)
+      this.subjectIds.set(sub, id)
+    }
+    return id
   }
 
   /** Per table: combination id → the subjects having rows at it (the reverse of `rows`, for "who may hold"). */
@@ -362,9 +380,7 @@ export class CandidateIndex {
   private reverseReady(): void {
     if (this.reverseBuilt) return
     this.reverseBuilt = true
-    for (const table of this.tables) {
-      for (const [sub, bySub] of table.rows) for (const id of bySub.keys()) this.subjectsAt(table, id).add(sub)
-    }
+    for (const table of this.tables) table.rows.forEachKey((subject, id) => this.subjectsAt(table, id).add(this.subjectNames[subject] as string))
   }
 
   private subjectsAt(table: Table, id: number): Set<string> {
