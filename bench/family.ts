@@ -102,7 +102,31 @@ const heap = (): number => {
   return process.memoryUsage().heapUsed
 }
 
-if (process.argv[2] === '--one') {
+/** An engine of `size` rules of a model, its background work done. */
+async function loaded(size: number, text: string): Promise<{ engine: PermissionEngine; merchants: number }> {
+  const rules = policy(size)
+  const engine = await PermissionEngine.fromRules(text, rules)
+  for (let turn = 0; turn < 400; turn++) await new Promise((resolve) => setImmediate(resolve))
+  return { engine, merchants: rules.merchants }
+}
+
+if (process.argv[2] === '--paired') {
+  // Two engines of one model in one process, the smallest and the largest size, asked in turn (0.4 s each, seven times):
+  // both sides of each ratio see the same machine, as the main bench measures the shipped model's 1k / 1M.
+  const [, text] = MODELS[Number(process.argv[3])] as [string, string]
+  const small = await loaded(Number(process.argv[4]), text)
+  const large = await loaded(Number(process.argv[5]), text)
+  const inOne = questions(1, 100_000)
+  const everyLarge = questions(large.merchants, 100_000)
+  const everySmall = questions(small.merchants, 100_000)
+  const inOneRatios: number[] = []
+  const everyRatios: number[] = []
+  for (let i = 0; i < 7; i++) {
+    inOneRatios.push(rate(small.engine, inOne, 0.4) / rate(large.engine, inOne, 0.4))
+    everyRatios.push(rate(small.engine, everySmall, 0.4) / rate(large.engine, everyLarge, 0.4))
+  }
+  console.log(JSON.stringify({ inOne: median(inOneRatios), every: median(everyRatios) }))
+} else if (process.argv[2] === '--one') {
   const size = Number(process.argv[3])
   const [, text] = MODELS[Number(process.argv[4])] as [string, string]
   const rules = policy(size)
@@ -161,5 +185,15 @@ if (process.argv[2] === '--one') {
     const sizesApart = `${chosen[0]?.toLocaleString('en-US')} rules over those at ${chosen[chosen.length - 1]?.toLocaleString('en-US')}`
     console.log(`\nDecisions a second at ${sizesApart}, users of every merchant: ${ratios(rates)}`)
     console.log(`Decisions a second at ${sizesApart}, users of one merchant: ${ratios(inOneRates)}`)
+    // The same ratios with both engines in one process, asked in turn: the figures above come from processes run minutes apart.
+    const [smallest, largest] = [Math.min(...chosen), Math.max(...chosen)]
+    const paired = MODELS.map(([name], i) => {
+      const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--paired', String(i), String(smallest), String(largest)], {
+        encoding: 'utf8',
+      })
+      const { inOne, every } = JSON.parse(out.trim().split('\n').pop() as string) as { inOne: number; every: number }
+      return `${name} ${inOne.toFixed(2)} (every merchant's users: ${every.toFixed(2)})`
+    })
+    console.log(`Asked in turn in one process (median of 7), ${smallest.toLocaleString('en-US')} rules over ${largest.toLocaleString('en-US')}, users of one merchant: ${paired.join('; ')}`)
   }
 }

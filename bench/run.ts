@@ -256,8 +256,8 @@ const scriptTable = (script: string, args: string[] = []): string =>
 // Edited models of the family: in process at 20k, 200k and 1M rules, and over HTTP beside the shipped model (PostgreSQL).
 const editedLines: string[] = []
 if (!QUICK) {
-  process.stderr.write('edited models: npm run bench:family -- 20000 200000 1000000\n')
-  editedLines.push('', 'Edited models, in process (`npm run bench:family -- 20000 200000 1000000`):', '', scriptTable('./family.ts', ['20000', '200000', '1000000']))
+  process.stderr.write('edited models: npm run bench:family -- 1000 20000 200000 1000000\n')
+  editedLines.push('', 'Edited models, in process (`npm run bench:family -- 1000 20000 200000 1000000`):', '', scriptTable('./family.ts', ['1000', '20000', '200000', '1000000']))
   if (postgresUrl !== undefined) {
     process.stderr.write('edited models: npm run bench:edited-http\n')
     editedLines.push('', 'Edited model over HTTP beside the shipped one (`npm run bench:edited-http`):', '', scriptTable('./editedHttp.ts'))
