@@ -97,9 +97,11 @@ async function writeCost(engine: PermissionEngine, ptype: 'p' | 'g', stored: rea
 
 const ms = (value: number): string => (value < 1 ? value.toFixed(3) : value.toFixed(1))
 
+/** The heap in use with the memory of typed arrays, which lies outside it (the candidate index's tables). */
 const heap = (): number => {
   globalThis.gc?.()
-  return process.memoryUsage().heapUsed
+  const { heapUsed, external } = process.memoryUsage()
+  return heapUsed + external
 }
 
 /** An engine of `size` rules of a model, its background work done. */
