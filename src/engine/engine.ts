@@ -51,7 +51,12 @@ type Catalog = Map<string, Map<string, CatalogEntry>>
 interface LoadedPolicy {
   enforcer: Enforcer
   index: DecisionIndex
-  /** Decisions of enforce() when the model is not one the index understands; cleared on every change. */
+  /**
+   * Decisions of Casbin's enforce() ('enforce-cache' mode, or 'candidates'
+   * with a matcher not compiled); cleared on every change. Null when a
+   * decision is cheaper than a look-up here: the index, or the compiled
+   * matcher over the candidates.
+   */
   cache: Map<string, boolean> | null
   /** When the loaded overrides that expire stop counting. */
   expiries: OverrideExpiries
@@ -191,7 +196,9 @@ export class PermissionEngine {
       const noMatch = compiled === null ? await noMatchAnswer(modelText) : compiled.noMatch()
       narrowing = { index: narrowed, noMatch, compiled, list: new LazyPolicyList(enforcer.getModel(), () => narrowed.ordered()) }
     }
-    return { enforcer, index, cache: mode === 'index' ? null : new Map(), expiries, narrowing }
+    // A compiled candidates decision costs less than the cache's key (a string of the question, hashed): only Casbin's enforce() is worth caching.
+    const cached = mode === 'enforce-cache' || (mode === 'candidates' && compiled === null)
+    return { enforcer, index, cache: cached ? new Map() : null, expiries, narrowing }
   }
 
   private static catalogMap(entries: Iterable<CatalogEntry>): Catalog {
@@ -281,11 +288,11 @@ export class PermissionEngine {
 
   /**
    * The model's answer as a decision pays for it when nothing is cached (a
-   * write clears the cache): the index, or enforce() for other models. No
-   * tenant, root or catalog rule.
+   * write clears the cache): the index, the compiled matcher over the
+   * candidates, or enforce() for other models. No tenant, root or catalog rule.
    */
   uncachedModelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.loaded.cache === null ? this.loaded.index.allowed(subjectId, domain, obj, act) : this.narrowedEnforce(subjectId, domain, obj, act, false)[0]
+    return this.mode === 'index' ? this.loaded.index.allowed(subjectId, domain, obj, act) : this.narrowedEnforce(subjectId, domain, obj, act, false)[0]
   }
 
   /**
@@ -333,10 +340,11 @@ export class PermissionEngine {
     return { p: model.get('p')?.get('p')?.policy ?? [], g: model.get('g')?.get('g')?.policy ?? [] }
   }
 
-  /** The model's answer without tenant, root or catalog rules: the index, or cached enforce() for other models. */
+  /** The model's answer without tenant, root or catalog rules: the index, the compiled matcher over the candidates, or cached enforce(). */
   private modelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
     const { index, cache } = this.loaded
-    if (cache === null) return index.allowed(subjectId, domain, obj, act)
+    if (this.mode === 'index') return index.allowed(subjectId, domain, obj, act)
+    if (cache === null) return this.narrowedEnforce(subjectId, domain, obj, act, false)[0]
     const key = `${subjectId}\u0000${domain}\u0000${pairKey(obj, act)}`
     let answer = cache.get(key)
     if (answer === undefined) {
@@ -386,8 +394,8 @@ export class PermissionEngine {
   explain(subject: Subject, domain: string, obj: string, act: string): Explanation {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
     if (settled !== null) return { allowed: settled.allowed, reason: { kind: settled.reason.kind } }
-    const { index, cache } = this.loaded
-    if (cache === null) return explained(subject.id, index.allowed(subject.id, domain, obj, act), index.decidingRule(subject.id, domain, obj, act))
+    const { index } = this.loaded
+    if (this.mode === 'index') return explained(subject.id, index.allowed(subject.id, domain, obj, act), index.decidingRule(subject.id, domain, obj, act))
     const [allowed, rule] = this.narrowedEnforce(subject.id, domain, obj, act, true)
     return explained(subject.id, allowed, rule.length > 0 ? [...rule] : null)
   }
@@ -403,8 +411,8 @@ export class PermissionEngine {
   decideAfter(subject: Subject, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
     if (settled !== null) return settled.allowed
-    const { enforcer, index, cache, narrowing } = this.loaded
-    if (cache === null) return index.allowedAfter(subject.id, domain, obj, act, changes)
+    const { enforcer, index, narrowing } = this.loaded
+    if (this.mode === 'index') return index.allowedAfter(subject.id, domain, obj, act, changes)
     const narrowed = narrowing === null ? null : this.narrowedAfter(narrowing, [subject.id, domain, obj, act], changes)
     return narrowed ?? withRowsChanged(enforcer.getModel(), changes, () => enforcer.enforceSync(subject.id, domain, obj, act))
   }

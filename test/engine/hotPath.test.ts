@@ -96,3 +96,24 @@ t.test('a model the index does not know is logged and served through enforce()',
     t.equal(engine.decide(staff, 'd1', pair.obj, pair.act), engine.enforce(staff.id, 'd1', pair.obj, pair.act), 'answers stay those of enforce()')
   })
 })
+
+t.test('an edited model with a compiled matcher keeps no decision cache; one left to Casbin keeps one', async (t) => {
+  const shipped = readFileSync(new URL('../../model.conf', import.meta.url), 'utf8')
+  const cacheOf = (engine: object) => (engine as { loaded: { cache: Map<string, boolean> | null } }).loaded.cache
+  const staff = { id: '44444444-4444-4444-8444-444444444444', principal_type: 'system_owner' as const, merchant_id: null, sub_role_code: 'staff' }
+  const models: Array<[string, string, 'candidates' | 'enforce-cache', boolean]> = [
+    ['the equality rewrite', shipped.replace('r.obj == p.obj && r.act == p.act', 'r.act == p.act && r.obj == p.obj'), 'candidates', false],
+    // An arithmetic comparison the compiler does not read: candidates narrowed, Casbin's enforce() over them.
+    ['a matcher the compiler does not read', shipped.replace('r.obj == p.obj && r.act == p.act', 'r.obj == p.obj && r.act == p.act && 1 < 2'), 'candidates', true],
+  ]
+  for (const [name, text, mode, cached] of models) {
+    const dir = mkdtempSync(join(tmpdir(), 'model-'))
+    writeFileSync(join(dir, 'model.conf'), text)
+    const { engine } = await buildTestService(t, { env: { MODEL_PATH: join(dir, 'model.conf'), ALLOW_FAILING_MODEL_DECISIONS: 'true' } })
+    t.equal(engine.mode, mode, `${name}: ${mode}`)
+    const [pair] = engine.catalogEntries().filter((e) => e.is_active)
+    if (pair === undefined) throw new Error('no active catalog entry')
+    t.equal(engine.decide(staff, 'm1', pair.obj, pair.act), engine.enforce(staff.id, 'm1', pair.obj, pair.act), `${name}: the answer is enforce()'s`)
+    t.equal(cacheOf(engine) !== null && (cacheOf(engine)?.size ?? 0) > 0, cached, cached ? `${name}: the decision is cached` : `${name}: nothing is cached`)
+  }
+})
