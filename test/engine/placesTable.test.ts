@@ -20,7 +20,7 @@ t.test('random sets and deletes give what a Map gives, through growth and runs t
     const table = new PlacesTable()
     const expected = new Map<string, Places>()
     let mismatches = 0
-    // Keys from a small space, so sets land on held keys and deletes find them; up to 6,000 keys grows the table from 1,024 slots three times.
+    // Keys from a small space, so sets land on held keys and deletes find them; up to 6,000 keys grow each of the table's parts several times.
     for (let op = 0; op < 40_000; op++) {
       const subject = below(120)
       const combo = below(50)
