@@ -16,11 +16,12 @@ import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { PermissionEngine } from '../src/engine/engine.js'
+import { EDITED_MATCHER, editedModelText } from './editedModel.js'
 
 const shipped = readFileSync(new URL('../model.conf', import.meta.url), 'utf8')
 const MODELS: Array<[string, string]> = [
   ['shipped model.conf', shipped],
-  ['r.act == p.act && r.obj == p.obj', shipped.replace('r.obj == p.obj && r.act == p.act', 'r.act == p.act && r.obj == p.obj')],
+  [EDITED_MATCHER, editedModelText()],
   ['keyMatch2(r.obj, p.obj)', shipped.replace('r.obj == p.obj', 'keyMatch2(r.obj, p.obj)')],
 ]
 /** Stored rows written per kind (p, g): each removed, then added back. */
@@ -104,12 +105,23 @@ const heap = (): number => {
   return heapUsed + external
 }
 
+/** What a load leaves to the background (row tables, an edited model's grants) is done a slice per turn: lets it finish. */
+async function backgroundDone(): Promise<void> {
+  for (let turn = 0; turn < 400; turn++) await new Promise((resolve) => setImmediate(resolve))
+}
+
 /** An engine of `size` rules of a model, its background work done. */
 async function loaded(size: number, text: string): Promise<{ engine: PermissionEngine; merchants: number }> {
   const rules = policy(size)
   const engine = await PermissionEngine.fromRules(text, rules)
-  for (let turn = 0; turn < 400; turn++) await new Promise((resolve) => setImmediate(resolve))
+  await backgroundDone()
   return { engine, merchants: rules.merchants }
+}
+
+/** This script run with `args` in a process of its own (so one model's compiled code and garbage do not weigh on the next): its last line, parsed. */
+function inChild<T>(args: string[]): T {
+  const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), ...args], { encoding: 'utf8' })
+  return JSON.parse(out.trim().split('\n').pop() as string) as T
 }
 
 if (process.argv[2] === '--paired') {
@@ -139,8 +151,7 @@ if (process.argv[2] === '--paired') {
   const began = process.hrtime.bigint()
   const engine = await PermissionEngine.fromRules(text, rules)
   const loadMs = Number(process.hrtime.bigint() - began) / 1e6
-  // What a load leaves to the background (row tables, an edited model's grants) is done a slice per turn: let it finish.
-  for (let turn = 0; turn < 400; turn++) await new Promise((resolve) => setImmediate(resolve))
+  await backgroundDone()
   // The rows handed in are the engine's own now (it keeps them): what it holds beyond the question list is its heap.
   const bytes = heap() - before
   rate(engine, asked, 0.5)
@@ -163,9 +174,8 @@ if (process.argv[2] === '--paired') {
   const inOneRates = new Map<string, number[]>()
   for (const size of chosen) {
     for (const [i, [name]] of MODELS.entries()) {
-      const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--one', String(size), String(i)], { encoding: 'utf8' })
       type Write = { remove: number; add: number }
-      const row = JSON.parse(out.trim().split('\n').pop() as string) as {
+      const row = inChild<{
         mode: string
         perSecond: number
         inOnePerSecond: number
@@ -173,7 +183,7 @@ if (process.argv[2] === '--paired') {
         bytesPerRule: number
         p: Write
         g: Write
-      }
+      }>(['--one', String(size), String(i)])
       rates.set(name, [...(rates.get(name) ?? []), row.perSecond])
       inOneRates.set(name, [...(inOneRates.get(name) ?? []), row.inOnePerSecond])
       console.log(
@@ -190,10 +200,7 @@ if (process.argv[2] === '--paired') {
     // The same ratios with both engines in one process, asked in turn: the figures above come from processes run minutes apart.
     const [smallest, largest] = [Math.min(...chosen), Math.max(...chosen)]
     const paired = MODELS.map(([name], i) => {
-      const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', fileURLToPath(import.meta.url), '--paired', String(i), String(smallest), String(largest)], {
-        encoding: 'utf8',
-      })
-      const { inOne, every } = JSON.parse(out.trim().split('\n').pop() as string) as { inOne: number; every: number }
+      const { inOne, every } = inChild<{ inOne: number; every: number }>(['--paired', String(i), String(smallest), String(largest)])
       return `${name} ${inOne.toFixed(2)} (every merchant's users: ${every.toFixed(2)})`
     })
     console.log(`Asked in turn in one process (median of 7), ${smallest.toLocaleString('en-US')} rules over ${largest.toLocaleString('en-US')}, users of one merchant: ${paired.join('; ')}`)

@@ -65,14 +65,19 @@ export class PlacesTable {
   /** The lists of more than one place; `free` holds the indexes no slot uses. */
   private readonly lists: number[][] = []
   private readonly free: number[] = []
-  /** Keys held. */
-  size = 0
 
   /** `expected`: the keys the table will hold soon (a load's rows), so that filing them grows nothing. */
   constructor(expected = 0) {
     let slots = FIRST_SLOTS
     while (slots * FULLEST < expected / PARTS) slots *= 2
     for (let p = 0; p < PARTS; p++) this.parts.push(newPart(slots))
+  }
+
+  /** Keys held. */
+  get size(): number {
+    let keys = 0
+    for (const part of this.parts) keys += part.size
+    return keys
   }
 
   /** Lists of several places held by some key (the others wait in `free` for reuse). */
@@ -103,7 +108,6 @@ export class PlacesTable {
       part.subjects[slot] = subject
       part.combos[slot] = combo
       part.size++
-      this.size++
     } else {
       const value = part.values[slot] as number
       if (value < 0 && this.lists[-value - 1] === places) return
@@ -138,7 +142,6 @@ export class PlacesTable {
     if (subjects[free] === EMPTY) return
     this.release(values[free] as number)
     part.size--
-    this.size--
     for (let next = (free + 1) & mask; subjects[next] !== EMPTY; next = (next + 1) & mask) {
       const home = spread(subjects[next] as number, combos[next] as number) & mask
       // The key at `next` stays when its home lies after the free slot, up to `next` itself (cyclically).
@@ -159,7 +162,6 @@ export class PlacesTable {
     }
     this.lists.length = 0
     this.free.length = 0
-    this.size = 0
   }
 
   /** Every key held, in no particular order. */

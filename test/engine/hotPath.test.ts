@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { DECISION_CACHE_LIMIT } from '../../src/engine/engine.js'
-import { buildTestApp, buildTestService, onboard, register } from '../helper.js'
+import { buildTestApp, buildTestService, onboard, register, tempDir } from '../helper.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
 onceOnPGlite('the decision hot path in memory')
@@ -107,7 +107,7 @@ t.test('an edited model with a compiled matcher keeps no decision cache; one lef
     ['a matcher the compiler does not read', shipped.replace('r.obj == p.obj && r.act == p.act', 'r.obj == p.obj && r.act == p.act && 1 < 2'), 'candidates', true],
   ]
   for (const [name, text, mode, cached] of models) {
-    const dir = mkdtempSync(join(tmpdir(), 'model-'))
+    const dir = tempDir(t, 'model-')
     writeFileSync(join(dir, 'model.conf'), text)
     const { engine } = await buildTestService(t, { env: { MODEL_PATH: join(dir, 'model.conf'), ALLOW_FAILING_MODEL_DECISIONS: 'true' } })
     t.equal(engine.mode, mode, `${name}: ${mode}`)
