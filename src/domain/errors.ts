@@ -56,7 +56,7 @@ export const errorTable = {
     status: 403,
     responseCode: '303',
     meaning:
-      'forward auth: the original path could be read differently by an upstream (a `;`, a backslash, an encoded `/`, `\\` or `.`, a dot or empty segment, a control character, a broken or double escape), so it is refused before the route map, the reason logged with the request id',
+      'forward auth: the original path could be read differently by an upstream (a `;`, a backslash, an encoded `/`, `\\` or `.`, a dot or empty segment, a segment an upstream would trim (a trailing dot or space, `..%20`), a control character, Unicode whitespace or a format character, a broken or double escape), so it is refused before the route map, the reason logged with the request id',
   },
   ROUTE_NOT_FOUND: { status: 404, responseCode: '400', meaning: 'no such endpoint' },
   USER_NOT_FOUND: { status: 404, responseCode: '401', meaning: "user not found, or outside the caller's merchant" },

@@ -25,6 +25,8 @@ export type PathAmbiguity =
   | 'double-encoding'
   | 'compatibility-form'
   | 'dot-segment'
+  | 'padded-segment'
+  | 'invisible-character'
   | 'empty-segment'
   | 'fragment-path'
 
@@ -34,21 +36,30 @@ export type OriginalPath = { segments: string[] } | { ambiguous: PathAmbiguity }
 const HEX = /^[0-9A-Fa-f]{2}$/
 /** An escape left after decoding once: an upstream that decodes again reads another character. */
 const ESCAPE = /%[0-9A-Fa-f]{2}/
-/** What a segment must not turn into under Unicode compatibility folding (NFKC), which some upstreams apply. */
-const FOLDS_TO_DELIMITER = /[./\\;%?#]/
 const NON_ASCII = /[\u0080-\uffff]/
-/** A segment of dots alone: `.` and `..` everywhere, and `...` where trailing dots are trimmed (Windows). */
-const DOTS_ONLY = /^\.+$/
+/**
+ * Whitespace other than the ASCII space (which is matched where a segment
+ * holds it inside), and format characters (zero-width ones, the byte order
+ * mark): upstreams trim them (.NET's `Trim`), fold them to a space (NFKC),
+ * or drop them.
+ */
+const INVISIBLE = /[^\S ]|\p{Cf}/u
+/** The delimiters and whitespace of a segment, in order: what Unicode compatibility folding (NFKC) must leave as it is. */
+const DELIMITERS = /[./\\;:%?#\s]/gu
+const WHITESPACE = /\s/u
 
 const ENCODED_DELIMITERS: Readonly<Record<string, PathAmbiguity>> = { '2F': 'encoded-slash', '5C': 'encoded-backslash', '2E': 'encoded-dot', '3B': 'encoded-semicolon' }
 
 /**
  * The original URI's path (before `?` and `#`) as decoded segments, or the
  * first reason it is ambiguous: a `;`, a backslash, an encoded `/`, `\`, `.`
- * or `;`, a dot or empty segment, a control character, space or raw
- * non-ASCII byte, a broken or double percent-encoding, a segment that Unicode
- * folding turns into a delimiter, or a fragment that a reader unaware of
- * fragments would take for more path.
+ * or `;`, a dot or empty segment (also once trailing dots and whitespace are
+ * trimmed), a segment ending in a dot or whitespace or starting with
+ * whitespace, a control character, raw space or raw non-ASCII byte, Unicode
+ * whitespace or a format character, a broken or double percent-encoding, a
+ * segment whose delimiters Unicode folding changes, or a fragment that a
+ * reader unaware of fragments would take for more path. Each segment is
+ * judged as sent and as decoded.
  */
 export function normaliseOriginalPath(uri: string): OriginalPath {
   const queryAt = uri.indexOf('?')
@@ -90,8 +101,11 @@ function readSegment(text: string): string | { ambiguous: PathAmbiguity } {
   // Judged with its fragment too (above), matched without it.
   const hashAt = text.indexOf('#')
   const path = hashAt === -1 ? text : text.slice(0, hashAt)
-  if (DOTS_ONLY.test(path)) return { ambiguous: 'dot-segment' }
-  if (!escaped) return path
+  // Decoding keeps a trailing dot trailing: the decoded form is judged for both (below) when there is anything to decode.
+  if (!escaped) {
+    const padded = trimmed(path)
+    return padded === null ? path : { ambiguous: padded }
+  }
   let decoded: string
   try {
     decoded = decodeURIComponent(text)
@@ -101,9 +115,38 @@ function readSegment(text: string): string | { ambiguous: PathAmbiguity } {
   }
   for (let i = 0; i < decoded.length; i++) {
     const code = decoded.charCodeAt(i)
-    if (code < 0x20 || code === 0x7f) return { ambiguous: 'control-character' }
+    // C0, DEL and C1 (U+0085 is a line break to .NET).
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return { ambiguous: 'control-character' }
   }
   if (ESCAPE.test(decoded)) return { ambiguous: 'double-encoding' }
-  if (NON_ASCII.test(decoded) && FOLDS_TO_DELIMITER.test(decoded.normalize('NFKC'))) return { ambiguous: 'compatibility-form' }
-  return hashAt === -1 ? decoded : decodeURIComponent(path)
+  if (INVISIBLE.test(decoded)) return { ambiguous: 'invisible-character' }
+  const segment = hashAt === -1 ? decoded : decodeURIComponent(path)
+  const padded = trimmed(segment)
+  if (padded !== null) return { ambiguous: padded }
+  if (NON_ASCII.test(segment) && foldsDelimiters(segment)) return { ambiguous: 'compatibility-form' }
+  return segment
+}
+
+/**
+ * How a segment reads to an upstream that trims it (Windows and IIS drop
+ * trailing dots and spaces, .NET trims whitespace at both ends): null when
+ * it reads as it is; `dot-segment` when only dots are left (`..%20` is
+ * `..`), `empty-segment` when nothing is, `padded-segment` otherwise
+ * (`customers.` is `customers`). Dots inside (`v1.2`, `a..b`) or in front
+ * (`.well-known`) are trimmed by no one.
+ */
+function trimmed(segment: string): PathAmbiguity | null {
+  let end = segment.length
+  while (end > 0 && (segment[end - 1] === '.' || WHITESPACE.test(segment[end - 1] as string))) end--
+  let start = 0
+  while (start < end && WHITESPACE.test(segment[start] as string)) start++
+  if (start === 0 && end === segment.length) return null
+  if (start < end) return 'padded-segment'
+  return segment.includes('.') ? 'dot-segment' : 'empty-segment'
+}
+
+/** Whether NFKC folding adds, removes or changes a delimiter or a space (a fullwidth `．`, `…`, `⁄`). */
+function foldsDelimiters(segment: string): boolean {
+  const delimiters = (text: string): string => text.match(DELIMITERS)?.join('') ?? ''
+  return delimiters(segment.normalize('NFKC')) !== delimiters(segment)
 }

@@ -50,6 +50,12 @@ t.test('plain paths are decoded segment by segment', async (t) => {
     ['/products/a%20b', ['products', 'a b']],
     ['/products/a%3Fb', ['products', 'a?b']],
     ['/products/a+b:c@d', ['products', 'a+b:c@d']],
+    // Dots and spaces that no upstream trims: inside a segment or in front of it.
+    ['/products/v1.2/file.json', ['products', 'v1.2', 'file.json']],
+    ['/.well-known/x', ['.well-known', 'x']],
+    ['/products/caf%C3%A9.pdf', ['products', 'caf\u00e9.pdf']],
+    ['/products/a%20.b', ['products', 'a .b']],
+    ['/products/%E3%80%82', ['products', '\u3002']],
     // The query and the fragment are not the path, whatever they hold.
     ['/products/1?x=..;/%2e%5c\\', ['products', '1']],
     ['/products/1?next=/customers/1#/../x', ['products', '1']],

@@ -1,7 +1,8 @@
 /**
- * Original paths that the route map would read as a product (`/products/*`)
- * while some upstream reads them as a customer or as something else, each
- * with the reason forward auth gives for refusing it. Paths are relative to
+ * Original paths that the route map would read as a product (`/products/*`),
+ * or as a path it does not map, while some upstream reads them as a customer
+ * or as something else, each with the reason forward auth gives for refusing
+ * it. Paths are relative to
  * the application's root: the gateway test puts `/api` in front.
  */
 import type { PathAmbiguity } from '../../src/domain/originalPath.js'
@@ -48,6 +49,34 @@ export const AMBIGUOUS_PATHS: readonly AmbiguousPath[] = [
   line('/products/../customers/1', 'dot-segment'),
   line('/products/./1', 'dot-segment'),
   line('/products/.../customers/1', 'dot-segment'),
+  // Trailing spaces, tabs and dots, which Windows servers (IIS) trim from a segment: `..%20` is `..` to them.
+  line('/products/..%20/customers/1', 'dot-segment'),
+  line('/products/.%20/customers/1', 'dot-segment'),
+  line('/products/..%20%20/customers/1', 'dot-segment'),
+  line('/products/.%20./customers/1', 'dot-segment'),
+  line('/products/%20../customers/1', 'dot-segment'),
+  line('/products/..%09/customers/1', 'control-character'),
+  line('/products/..%0b/customers/1', 'control-character'),
+  line('/products/..%0c/customers/1', 'control-character'),
+  line('/products/x/..../../customers/1', 'dot-segment'),
+  line('/customers./1', 'padded-segment'),
+  line('/customers../1', 'padded-segment'),
+  line('/customers%20/1', 'padded-segment'),
+  line('/customers.%20/1', 'padded-segment'),
+  line('/products/1.', 'padded-segment'),
+  line('/products/%20customers', 'padded-segment'),
+  line('/products/report.pdf%20', 'padded-segment'),
+  line('/products/%20', 'empty-segment'),
+  // Judged without its fragment, as it is matched.
+  headerOnly('/products/1.#top', 'padded-segment'),
+  headerOnly('/products/1%20#top', 'padded-segment'),
+  line('/products/%20/customers/1', 'empty-segment'),
+  // Unicode whitespace and format characters, which .NET trims, NFKC folds to a space, or upstreams drop.
+  line('/products/..%C2%A0/customers/1', 'invisible-character'),
+  line('/products/..%E3%80%80/customers/1', 'invisible-character'),
+  line('/products/.%E2%80%8B./customers/1', 'invisible-character'),
+  line('/products/..%EF%BB%BF/customers/1', 'invisible-character'),
+  line('/products/..%C2%85/customers/1', 'control-character'),
   // Empty segments: merged by some upstreams, kept by others.
   line('/products//../customers/1', 'empty-segment'),
   line('/products//1', 'empty-segment'),
@@ -67,6 +96,13 @@ export const AMBIGUOUS_PATHS: readonly AmbiguousPath[] = [
   // Unicode compatibility folding (NFKC) turns a fullwidth `.` or `/` into the real one.
   line('/products/%EF%BC%8E%EF%BC%8E/customers/1', 'compatibility-form'),
   line('/products/x%EF%BC%8F..%EF%BC%8Fcustomers', 'compatibility-form'),
+  line('/products/..%EF%BC%8E/customers/1', 'compatibility-form'),
+  line('/products/%E2%80%A5/customers/1', 'compatibility-form'),
+  line('/products/%E2%80%A6/customers/1', 'compatibility-form'),
+  line('/customers%EF%BC%8E/1', 'compatibility-form'),
+  // IIS's own `%u` escapes.
+  line('/products/%u002e%u002e/customers/1', 'invalid-escape'),
+  line('/products/..%u0020/customers/1', 'invalid-escape'),
   // A fragment that a reader unaware of fragments takes for more path.
   line('/products/x#/../../customers/1', 'fragment-path'),
   headerOnly('products/1', 'not-absolute'),
