@@ -1,6 +1,7 @@
 // Accounts: the list, registration, sub-role changes, switching off and on; one user's permissions.
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
+import { apiPath } from './routes.js'
 import { Ctx, DomainPicker, Notice, Pager, PairSelect, errorText, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
 
 /** Sub-role codes known in the caller's home domain, for the pickers (free text stays possible). */
@@ -51,7 +52,7 @@ function SubRoleChange({ account, onDone, onCancel }) {
     event.preventDefault()
     const code = new FormData(event.currentTarget).get('sub_role_code')
     try {
-      await api('POST', `/v2/admin/accounts/${account.id}/sub-role`, { body: command('change-sub-role', { sub_role_code: code }) })
+      await api('POST', apiPath`/v2/admin/accounts/${account.id}/sub-role`, { body: command('change-sub-role', { sub_role_code: code }) })
       onDone(t('saved'))
     } catch (e) {
       setError(errorText(e))
@@ -79,7 +80,7 @@ export function AccountsScreen() {
   }
   const switchAccount = async (account, path, name) => {
     try {
-      await api('POST', `/v2/admin/accounts/${account.id}/${path}`, { body: command(name, {}) })
+      await api('POST', apiPath`/v2/admin/accounts/${account.id}/${path}`, { body: command(name, {}) })
       setNotice({ status: t('saved') })
       reload()
     } catch (e) {
@@ -163,7 +164,7 @@ function OverrideForm({ user, domain, catalog, onDone }) {
     if (effect !== 'revoke' && expires) data.expires_at = new Date(expires).toISOString()
     const names = { grant: ['POST', 'grant', 'grant-user-permission'], deny: ['POST', 'deny', 'deny-user-permission'], revoke: ['DELETE', 'revoke', 'revoke-user-permission'] }
     const [method, path, name] = names[effect]
-    await api(method, `/v2/admin/permissions/users/${user.id}/${path}`, { body: command(name, data) })
+    await api(method, apiPath`/v2/admin/permissions/users/${user.id}/${path}`, { body: command(name, data) })
     onDone()
     return t('saved')
   })
@@ -189,13 +190,13 @@ function OverrideForm({ user, domain, catalog, onDone }) {
 export function UserScreen({ userId }) {
   const { t, me, can, lang } = useContext(Ctx)
   const catalog = useCatalog()
-  const [account, accountError] = useLoad(() => api('GET', `/v2/admin/accounts/${userId}`), [userId, lang])
+  const [account, accountError] = useLoad(() => api('GET', apiPath`/v2/admin/accounts/${userId}`), [userId, lang])
   const [domain, setDomain] = useState(null)
   const shownDomain = domain ?? (account ? homeDomain(account) : null)
   const [view, viewError, reload] = useLoad(async () => {
     if (shownDomain === null || catalog === null) return null
     const query = me.principal_type === 'system_owner' ? { domain: shownDomain } : {}
-    const effective = await api('GET', `/v2/admin/permissions/users/${userId}`, { query })
+    const effective = await api('GET', apiPath`/v2/admin/permissions/users/${userId}`, { query })
     const checks = catalog.map((e) => ({ obj: e.obj, act: e.act, ...(me.principal_type === 'system_owner' ? { domain: shownDomain } : {}) }))
     const explained = checks.length === 0 ? { results: [] } : await api('POST', '/v2/authz/check-batch', { body: command('check-batch', { user_id: userId, explain: true, checks }) })
     return { effective, explained: explained.results }

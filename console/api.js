@@ -30,6 +30,8 @@ export const setApiLanguage = (lang) => {
 /** Calls the API; answers the envelope's `data`, or throws an ApiError with the API's own (localised) text. */
 export async function api(method, path, { query, body } = {}) {
   const url = new URL(path, location.origin)
+  // Only the path as written (values in it encoded by apiPath): nothing the browser resolves (`..`, `\`) into another route.
+  if (url.origin !== location.origin || url.pathname !== path || url.search !== '') throw new Error(`not an API path: ${path}`)
   for (const [key, value] of Object.entries(query ?? {})) {
     if (value !== undefined && value !== null && value !== '') url.searchParams.set(key, String(value))
   }

@@ -7,11 +7,9 @@ import { Ctx, LanguageSwitch, Notice, errorText, useFormAction } from './ui.js'
 import { AccountsScreen, UserScreen } from './accounts.js'
 import { SubRolesScreen } from './subRoles.js'
 import { AuditScreen, MerchantsScreen, ReviewScreen } from './lists.js'
+import { readRoute } from './routes.js'
 
 const LANGUAGE_KEY = 'aps.console.language'
-
-/** `#/users/<id>` → ['users', '<id>']. */
-const readRoute = () => location.hash.replace(/^#\/?/, '').split('/').filter((s) => s !== '')
 
 function SignIn({ onSignedIn }) {
   const { t } = useContext(Ctx)
@@ -77,11 +75,13 @@ function Shell({ route, onSignOut, reloadMe }) {
   ].filter(([, , shown]) => shown)
   // A section the admin may not open (a typed or old link) shows its first one instead.
   const fallback = sections[0]?.[0] ?? 'password'
-  const [asked = fallback, id] = route
+  const asked = route.section ?? fallback
+  const { id } = route
   const first = ['users', 'password'].includes(asked) || sections.some(([key]) => key === asked) ? asked : fallback
   let screen
   if (first === 'accounts') screen = html`<${AccountsScreen} />`
-  else if (first === 'users' && id) screen = html`<${UserScreen} userId=${id} />`
+  else if (first === 'users' && id !== null) screen = html`<${UserScreen} userId=${id} />`
+  else if (first === 'users') screen = html`<p role="alert">${t('unknownLink')}</p>`
   else if (first === 'sub-roles') screen = html`<${SubRolesScreen} />`
   else if (first === 'review') screen = html`<${ReviewScreen} />`
   else if (first === 'audit') screen = html`<${AuditScreen} />`
@@ -100,7 +100,7 @@ function Shell({ route, onSignOut, reloadMe }) {
         ${sections.map(([key, name]) => html`<li><a href=${`#/${key}`} aria-current=${first === key ? 'page' : undefined}>${name}</a></li>`)}
       </ul>
     </nav>
-    <main key=${route.join('/')}>${screen}</main>
+    <main key=${`${route.section}/${route.id}`}>${screen}</main>
   </div>`
 }
 
@@ -109,7 +109,7 @@ function App() {
   const [me, setMe] = useState(null)
   const [held, setHeld] = useState(new Set())
   const [ready, setReady] = useState(false)
-  const [route, setRoute] = useState(readRoute())
+  const [route, setRoute] = useState(() => readRoute(location.hash))
   setApiLanguage(lang)
   const t = translator(lang)
 
@@ -131,7 +131,7 @@ function App() {
   }
   useEffect(() => {
     void loadMe()
-    const onHash = () => setRoute(readRoute())
+    const onHash = () => setRoute(readRoute(location.hash))
     addEventListener('hashchange', onHash)
     return () => removeEventListener('hashchange', onHash)
   }, [])

@@ -100,6 +100,7 @@ const MESSAGES = {
     nothing: 'Nothing to show.',
     loading: 'Loading…',
     back: 'Back to accounts',
+    unknownLink: 'This link does not name an account.',
   },
   es: {
     title: 'Consola de administración',
@@ -200,6 +201,7 @@ const MESSAGES = {
     nothing: 'Nada que mostrar.',
     loading: 'Cargando…',
     back: 'Volver a las cuentas',
+    unknownLink: 'Este enlace no corresponde a ninguna cuenta.',
   },
 }
 

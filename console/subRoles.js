@@ -2,6 +2,7 @@
 // matrix where each grant or revoke is previewed (dry run) before it is saved.
 import { html, useContext, useEffect, useState } from './preact-htm.js'
 import { api, command } from './api.js'
+import { apiPath } from './routes.js'
 import { Ctx, DomainPicker, Notice, Pager, errorText, homeDomain, useCatalog, useFormAction, useLoad } from './ui.js'
 
 function CreateSubRole({ onDone }) {
@@ -46,7 +47,7 @@ function Matrix({ role, domain }) {
   const [pending, setPending] = useState(null)
   const [notice, setNotice] = useState({})
   const scoped = me.principal_type === 'system_owner' ? { domain } : {}
-  const [granted, error, reload] = useLoad(() => api('GET', `/v2/admin/permissions/roles/${role.code}`, { query: scoped }), [role.code, domain, lang])
+  const [granted, error, reload] = useLoad(() => api('GET', apiPath`/v2/admin/permissions/roles/${role.code}`, { query: scoped }), [role.code, domain, lang])
   // A saved change is shown at once, not only when the reload after it answers; the next load is the truth again.
   const [applied, setApplied] = useState({})
   useEffect(() => setApplied({}), [granted])
@@ -55,7 +56,7 @@ function Matrix({ role, domain }) {
   const writes = (action) => (action === 'grant' ? ['POST', 'grant', 'grant-role-permission'] : ['DELETE', 'revoke', 'revoke-role-permission'])
   const call = (action, entry, dryRun) => {
     const [method, path, name] = writes(action)
-    return api(method, `/v2/admin/permissions/roles/${role.code}/${path}`, {
+    return api(method, apiPath`/v2/admin/permissions/roles/${role.code}/${path}`, {
       body: command(name, { obj: entry.obj, act: entry.act, ...scoped, ...(dryRun ? { dry_run: true } : {}) }),
     })
   }

@@ -193,6 +193,26 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.notOk((revoked.permissions as Array<Record<string, unknown>>).some((p) => p.act === 'cancel'), 'the API removed the override')
   })
 
+  await t.test('an id from the address bar never becomes another API path', async (t) => {
+    const forged = '..\\..\\..\\v2\\admin\\permissions\\holders?obj=orders&act=read'
+    const apiPaths = (from: number) => requests.slice(from).flatMap((url) => (new URL(url).pathname.startsWith('/v2/') ? [new URL(url).pathname] : []))
+    // A fresh load, as a link from elsewhere opens it (the same document with another hash would not reload).
+    await page.goto('about:blank')
+    const loaded = requests.length
+    await page.goto(`${server.base}/console/#/users/${forged}`)
+    await page.getByRole('alert').filter({ hasText: 'This link does not name an account.' }).waitFor()
+    t.same(apiPaths(loaded).sort(), ['/v2/profile', '/v2/profile/permissions'], "opening the link asks only the page's own questions")
+    const followed = requests.length
+    await page.goto(`${server.base}/console/#/users/${clerkId}`)
+    await page.getByRole('heading', { name: 'clerk1@shop-a.example' }).waitFor()
+    const before = requests.length
+    // Without a reload: the hash changes in the open page.
+    await page.evaluate((hash) => (location.hash = hash), `#/users/${forged}`)
+    await page.getByRole('alert').filter({ hasText: 'This link does not name an account.' }).waitFor()
+    t.same(apiPaths(before), [], 'changing the hash in place asks nothing')
+    t.notOk(apiPaths(followed).some((path) => path.includes('holders')), 'the holders list was never asked for')
+  })
+
   await t.test('access review and the audit trail', async (t) => {
     await open('Access review')
     await page.getByLabel('Permission').selectOption('orders:refund')
