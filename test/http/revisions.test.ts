@@ -5,6 +5,7 @@
  * `min_revision`, and the decision routes fail closed once the revision has
  * gone unconfirmed past the staleness bound.
  */
+import type { AddressInfo } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { buildTestApp, onboard, register } from '../helper.js'
@@ -17,7 +18,7 @@ function expectEnvelope(t: Test, res: LightMyRequestResponse, status: number, co
   t.same(errorShapeProblems(res), [], 'an envelope')
 }
 
-const withMinRevision = (url: string, revision: number): string => `${url}${url.includes('?') ? '&' : '?'}min_revision=${revision}`
+const withMinRevision = (url: string, revision: number | string): string => `${url}${url.includes('?') ? '&' : '?'}min_revision=${revision}`
 
 /** The reads that wait for `min_revision`, one per kind of route. */
 const readsOf = (clerkId: string): string[] => [
@@ -94,7 +95,7 @@ t.test('min_revision: reads wait for it, boundedly, then answer 503 902', async 
   })
   t.equal(batchNow.statusCode, 200, 'check-batch with a reached revision answers')
 
-  for (const bad of ['-1', 'abc', '1.5', '99999999999999999999']) {
+  for (const bad of ['-1', 'abc', '1.5', '99999999999999999999', '9007199254740992']) {
     const res = await ta.call({ method: 'GET', url: `/v2/profile?min_revision=${bad}` })
     expectEnvelope(t, res, 400, '100')
     t.match(JSON.stringify((res.json() as { errors?: unknown }).errors), /min_revision/, `min_revision=${bad} is named`)
@@ -106,6 +107,51 @@ t.test('min_revision: reads wait for it, boundedly, then answer 503 902', async 
   const answered = await waiting
   t.equal(answered.statusCode, 200, 'the waiting read answers once the write is applied')
   t.same((answered.json() as { data: unknown }).data, { allowed: true }, 'and sees the write')
+})
+
+t.test('min_revision: every value the query accepts is waited for; other spellings of a number are refused', async (t) => {
+  const ta = await buildTestApp(t, { env: { MIN_REVISION_WAIT_MS: '100' } })
+  await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' })
+  const now = ta.service.replica.revision
+  const check = `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}`
+  // Past the revision: any digits, leading zeros read as the number, up to 2^53 - 1.
+  const ahead = ['0000000000000001000', '1000000000000000', '9007199254740991', `000${now + 1}`, String(10 ** 15 - 1), String(10 ** 15)]
+  for (const min of ahead) {
+    for (const url of [check, '/v2/profile']) expectEnvelope(t, await ta.call({ method: 'GET', url: withMinRevision(url, min) }), 503, '902')
+    const batch = await ta.call({
+      method: 'POST',
+      url: '/v2/authz/check-batch',
+      body: { command: 'check-batch', data: { user_id: clerk.id, min_revision: Number(min), checks: [{ obj: 'orders', act: 'refund' }] } },
+    })
+    expectEnvelope(t, batch, 503, '902')
+  }
+  t.equal((await ta.call({ method: 'GET', url: withMinRevision(check, `000${now}`) })).statusCode, 200, 'leading zeros before a reached revision: answered')
+  // Validation alone reads these as numbers (1000, 1000, 1000, 1000, 5, 0): refused, not answered without the wait.
+  for (const bad of ['1e3', '0x3e8', '%201000', '1000.0', '%2B5', '-0', '']) {
+    const res = await ta.call({ method: 'GET', url: withMinRevision(check, bad) })
+    expectEnvelope(t, res, 400, '100')
+    t.match(JSON.stringify((res.json() as { errors?: unknown }).errors), /min_revision/, `min_revision=${bad} is named`)
+  }
+  for (const bad of [9007199254740992, '1000', -1, 1.5]) {
+    const res = await ta.call({
+      method: 'POST',
+      url: '/v2/authz/check-batch',
+      body: { command: 'check-batch', data: { user_id: clerk.id, min_revision: bad, checks: [{ obj: 'orders', act: 'refund' }] } },
+    })
+    expectEnvelope(t, res, 400, '100')
+  }
+
+  // Over a socket the gateway's fast path sees a check first: one with min_revision is never answered there.
+  await ta.app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(ta.app.server.address() as AddressInfo).port}`
+  const authorization = `Bearer ${ta.rootToken}`
+  t.equal((await fetch(`${base}/v2/authz/check?obj=orders&act=refund&domain=m1`, { headers: { authorization } })).status, 200, 'a plain check is answered')
+  for (const min of ahead) {
+    const res = await fetch(`${base}/v2/authz/check?obj=orders&act=refund&domain=m1&min_revision=${min}`, { headers: { authorization } })
+    t.equal(res.status, 503, `min_revision=${min} over a socket: 503`)
+    t.equal(((await res.json()) as { response_code: string }).response_code, '902')
+  }
 })
 
 t.test('min_revision: every read waits for the revision, and answers once a write reaches it', async (t) => {

@@ -10,7 +10,8 @@ const DESCRIPTION = [
   'Every answer is an envelope: `{"response_code": "001", "response_text": "Success", "data": {…}}` on success, ' +
     '`{"response_code": "<code>", "response_text": "<localised text>", "errors": [{"field", "message"}]}` on error. ' +
     'Send `?lang=es` or `Accept-Language: es` for Spanish. Every answer carries `x-policy-revision`, the policy revision ' +
-    'the answering server reflects; writes answer `data.revision`, and reads accept `min_revision`.',
+    'the answering server reflects; writes answer `data.revision`, and reads accept `min_revision` (check-batch: `data.min_revision`): ' +
+    'a server that has applied less waits up to `MIN_REVISION_WAIT_MS`, then answers 503 `902`, whatever the value.',
   'Each operation lists the `response_code` values it answers with. Beyond those, any request may be answered ' +
     '400, 408, 414 or 431 `604` (a bad URL or content length, a path parameter too long, a request not received in time, ' +
     'headers over 16 KB, malformed HTTP), 404 `400` (no such endpoint), 405 `603` (the path does not answer this method; ' +

@@ -21,7 +21,13 @@ export interface RevisionOptions {
   waitMs: number
 }
 
-const WHOLE_NUMBER = /^\d{1,15}$/
+/**
+ * A revision in the query: decimal digits (leading zeros read as the
+ * number). Validation coerces the text as `Number()` does, so `1e3`,
+ * `0x3e8`, ` 1000` and `1000.0` would pass it as 1000; they are refused here
+ * instead, so that every value that passes is one the wait has read.
+ */
+const DECIMAL = /^[0-9]+$/
 
 /** Which revision checks a route gets: the hooks below and the errors its OpenAPI entry lists both read this. */
 export interface RevisionChecks {
@@ -65,11 +71,15 @@ const revisionPlugin: FastifyPluginAsync<RevisionOptions> = async (app, { replic
     )
   }
 
-  // The query string is not validated yet at this point: a malformed value is left for validation to refuse.
+  // The query string is not validated yet at this point: a value that is no number at all (a repeated
+  // parameter, one past 2^53 - 1) is left for validation to refuse with the schema's own words.
   const fromQuery = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const raw = (request.query as Record<string, unknown> | undefined)?.min_revision
-    if (typeof raw !== 'string' || !WHOLE_NUMBER.test(raw)) return done()
-    awaitRevision(Number(raw), done)
+    if (typeof raw !== 'string') return done()
+    if (!DECIMAL.test(raw)) return done(new ServiceError('VALIDATION_FAILED', {}, [{ field: 'min_revision', message: 'pattern' }]))
+    const min = Number(raw)
+    if (min > Number.MAX_SAFE_INTEGER) return done()
+    awaitRevision(min, done)
   }
 
   const fromBody = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {

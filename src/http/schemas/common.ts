@@ -36,7 +36,12 @@ export const Lang = Type.Optional(Type.String({ maxLength: 35, pattern: '^[A-Za-
 
 /** Read your writes: answer only once this replica has applied at least this revision (503 `902` after a bounded wait). */
 export const MinRevision = Type.Optional(
-  Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Answer only from a replica at this revision or later' }),
+  Type.Integer({
+    minimum: 0,
+    maximum: Number.MAX_SAFE_INTEGER,
+    description:
+      'Answer only from a replica at this revision or later: 0 to 2^53 - 1, in a query as decimal digits only (leading zeros read as the number; `1e3`, `0x3e8`, `+5` are refused with `100`)',
+  }),
 )
 
 /** A listing's page (from 1) and page size (at most 100). */
