@@ -42,7 +42,7 @@ export class ServiceMetrics {
     const decisionCounts = this.decisionCounts
     new Counter({
       name: 'aps_decisions_total',
-      help: 'Decisions answered by the check, check-batch and verify endpoints, by outcome',
+      help: 'Gateway decisions answered by the check, check-batch and verify endpoints, by outcome (explanations not counted)',
       labelNames: ['endpoint', 'outcome'],
       registers: [this.registry],
       collect() {

@@ -39,6 +39,49 @@ t.test('GET /metrics', async (t) => {
   if (ta.service.db.kind === 'postgres') t.ok((sample(text, 'aps_db_pool_connections{state="total"}') ?? -1) >= 1, 'pool use')
 })
 
+t.test('aps_decisions_total counts gateway decisions only, never explanations or the admin routes that ask the engine', async (t) => {
+  const ta = await buildTestApp(t)
+  await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' })
+  const grant = (dryRun: boolean) => ({ command: 'grant-role-permission', data: { obj: 'orders', act: 'read', domain: 'm1', ...(dryRun ? { dry_run: true } : {}) } })
+  t.equal((await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: grant(false) })).statusCode, 200)
+  const series = ['check', 'check_batch', 'verify'].flatMap((endpoint) => ['allow', 'deny'].map((outcome) => `aps_decisions_total{endpoint="${endpoint}",outcome="${outcome}"}`))
+  const counts = async (): Promise<Record<string, number | undefined>> => {
+    const text = (await ta.call({ method: 'GET', url: '/metrics', token: null })).body
+    return Object.fromEntries(series.map((name) => [name, sample(text, name)]))
+  }
+  const batch = (explain: boolean) => ({
+    command: 'check-batch',
+    data: { user_id: clerk.id, ...(explain ? { explain: true } : {}), checks: [{ obj: 'orders', act: 'read' }, { obj: 'orders', act: 'refund' }] },
+  })
+
+  const before = await counts()
+  const questions = [
+    { method: 'GET', url: `/v2/authz/check?obj=orders&act=read&user_id=${clerk.id}&explain=true` },
+    { method: 'GET', url: `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}&explain=true` },
+    { method: 'GET', url: '/v2/authz/check?obj=orders&act=read&explain=true' },
+    { method: 'POST', url: '/v2/authz/check-batch', body: batch(true) },
+    { method: 'GET', url: `/v2/admin/permissions/users/${clerk.id}` },
+    { method: 'GET', url: '/v2/admin/permissions/holders?obj=orders&act=read&domain=m1' },
+    { method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: grant(true) },
+    { method: 'GET', url: '/v2/profile/permissions' },
+  ] as const
+  for (const question of questions) t.equal((await ta.call(question)).statusCode, 200, `${question.method} ${question.url}`)
+  t.same(await counts(), before, 'explanations, effective sets, holders and previews leave the counters as they were')
+
+  const clerkToken = ta.tokenFor(clerk)
+  await ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=read&user_id=${clerk.id}` })
+  await ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}` })
+  await ta.call({ method: 'GET', url: '/v2/authz/check?obj=orders&act=read&domain=m1', token: clerkToken })
+  await ta.call({ method: 'POST', url: '/v2/authz/check-batch', body: batch(false) })
+  await ta.call({ method: 'GET', url: '/v2/authz/verify?obj=orders&act=read', token: clerkToken })
+  await ta.call({ method: 'GET', url: '/v2/authz/verify?obj=orders&act=refund', token: clerkToken })
+  const after = await counts()
+  const moved = Object.fromEntries(series.map((name) => [name, (after[name] ?? 0) - (before[name] ?? 0)]))
+  const expected = [2, 1, 1, 1, 1, 1] // check allow and deny, check-batch's, verify's
+  t.same(moved, Object.fromEntries(series.map((name, i) => [name, expected[i]])), 'checks, check-batch items and verify move them')
+})
+
 t.test('METRICS_TOKEN guards /metrics', async (t) => {
   const token = 'a-scrape-token-long-enough'
   const ta = await buildTestApp(t, { env: { METRICS_TOKEN: token } })

@@ -106,7 +106,7 @@ function answerForwardAuth(request: FastifyRequest, reply: FastifyReply, account
 
 export interface AuthzRouteOptions {
   ctx: CheckContext
-  /** Decisions by outcome, for /metrics. */
+  /** Gateway decisions by outcome, for /metrics (explanations are not decisions). */
   metrics: Pick<ServiceMetrics, 'decision'>
   /** The forward-auth route map, when ROUTE_MAP_PATH is set. */
   routeMap: RouteMap | null
@@ -148,10 +148,9 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     // Synchronous and allocation-light: the answer is in memory, so no promise is made per check.
     (request, reply) => {
       const { query } = request
+      // An explanation (the console's, an access review's) is no gateway decision: not counted.
       if (query.explain === true) {
-        const explanation = explainCheck(ctx, callerOf(request), query.user_id, query)
-        metrics.decision('check', explanation.allowed)
-        reply.send(success(explanation))
+        reply.send(success(explainCheck(ctx, callerOf(request), query.user_id, query)))
         return
       }
       const allowed = checkPermission(ctx, checkSubject(ctx, callerOf(request), query.user_id), query)
@@ -197,10 +196,11 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     },
     (request, reply) => {
       const { data } = request.body
-      const results =
-        data.explain === true
-          ? explainChecks(ctx, callerOf(request), data.user_id, data.checks)
-          : checkPermissions(ctx, checkSubject(ctx, callerOf(request), data.user_id), data.checks)
+      if (data.explain === true) {
+        reply.send(success({ results: explainChecks(ctx, callerOf(request), data.user_id, data.checks) }))
+        return
+      }
+      const results = checkPermissions(ctx, checkSubject(ctx, callerOf(request), data.user_id), data.checks)
       const allowedCount = results.filter((r) => r.allowed).length
       if (allowedCount > 0) metrics.decision('check_batch', true, allowedCount)
       if (allowedCount < results.length) metrics.decision('check_batch', false, results.length - allowedCount)
