@@ -7,7 +7,7 @@ export const USER_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 export const SUB_ROLE_CODE = /^[a-z][a-z0-9_]{0,63}$/
 export const MERCHANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
 
-/** The id pattern of each screen that takes one from the address bar. */
+/** The id pattern of each screen that takes one from the address bar (a screen named by a sub-role or a merchant adds SUB_ROLE_CODE or MERCHANT_ID here). */
 const ROUTE_IDS = { users: USER_ID }
 
 /**
