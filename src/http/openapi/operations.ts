@@ -61,8 +61,10 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /v2/profile': {
     operationId: 'get-profile',
     summary: "Read the caller's own account.",
+    description:
+      '`must_change_password` is true while the account signs in with a generated password (the first start\'s, or one `password reset` printed); `POST /v2/profile/password` clears it. The API serves such an account as any other: the console asks for a new password before anything else.',
     returns: "the caller's account",
-    data: 'Account',
+    data: 'Profile',
     errors: [],
   },
   'GET /v2/profile/permissions': {

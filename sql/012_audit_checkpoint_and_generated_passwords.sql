@@ -12,3 +12,8 @@ CREATE TABLE audit_checkpoint (
   verified_at timestamptz
 );
 INSERT INTO audit_checkpoint (id, last_id, row_hash, rows) VALUES (1, 0, repeat('0', 64), 0);
+
+-- An account whose password was generated (the first start's, a reset by
+-- the command line) must choose its own: the console asks before anything
+-- else, and a change of password clears it.
+ALTER TABLE admin_accounts ADD COLUMN must_change_password boolean NOT NULL DEFAULT false;
