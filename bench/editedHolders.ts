@@ -57,6 +57,7 @@ for (let i = 0; i < USERS; i++) {
     created_at: new Date(0),
     status: 'active',
     credentials_version: 1,
+    must_change_password: false,
   })
   g.push([`user-${i}`, role, merchant])
 }

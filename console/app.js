@@ -64,6 +64,23 @@ function PasswordScreen({ onChanged }) {
   </section>`
 }
 
+/**
+ * An account signing in with a generated password (the first start's, or
+ * one `password reset` printed) chooses its own before anything else: that
+ * password has been on a terminal and maybe in a ticket or a chat.
+ */
+function ForcedPassword({ onChanged, onSignOut }) {
+  const { t, me } = useContext(Ctx)
+  return html`<main class="sign-in">
+    <h1>${t('title')}</h1>
+    <${LanguageSwitch} />
+    <p class="who">${t('signedInAs', { email: me.email })}</p>
+    <p role="status">${t('mustChangePassword')}</p>
+    <${PasswordScreen} onChanged=${onChanged} />
+    <button type="button" onClick=${onSignOut}>${t('signOut')}</button>
+  </main>`
+}
+
 function Shell({ route, onSignOut, reloadMe }) {
   const { t, me, can } = useContext(Ctx)
   const sections = [
@@ -153,7 +170,11 @@ function App() {
   const value = { t, lang, setLang, me, can }
   if (!ready) return html`<p>${t('loading')}</p>`
   return html`<${Ctx.Provider} value=${value}>
-    ${me === null ? html`<${SignIn} onSignedIn=${loadMe} />` : html`<${Shell} route=${route} onSignOut=${signOut} reloadMe=${loadMe} />`}
+    ${me === null
+      ? html`<${SignIn} onSignedIn=${loadMe} />`
+      : me.must_change_password
+        ? html`<${ForcedPassword} onChanged=${loadMe} onSignOut=${signOut} />`
+        : html`<${Shell} route=${route} onSignOut=${signOut} reloadMe=${loadMe} />`}
   </${Ctx.Provider}>`
 }
 

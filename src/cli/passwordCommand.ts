@@ -6,7 +6,8 @@ import { parseOptions } from './inputs.js'
 /**
  * `password reset --email E`: rescues a locked-out admin (a first-start
  * password missed in the log, a forgotten one). Prints the new random
- * password once; every token issued before is refused on every server.
+ * password once, marked to be changed at the next sign-in; every token
+ * issued before is refused on every server.
  */
 export async function passwordResetCommand(ctx: CliContext, args: string[]): Promise<number> {
   const o = parseOptions(args, { email: { type: 'string' } }, ['email'])
@@ -14,7 +15,7 @@ export async function passwordResetCommand(ctx: CliContext, args: string[]): Pro
     const reset = await resetPassword(service, o.email as string)
     if (reset === null) throw new CliFailure(`no administrator account has the e-mail ${o.email as string}`)
     ctx.io.out(`new password for ${reset.account.email}: ${reset.password}`)
-    ctx.io.out('it is shown once; tokens issued before are refused from now on')
+    ctx.io.out('it is shown once and is to be changed at the next sign-in (the console asks); tokens issued before are refused from now on')
     return 0
   })
 }

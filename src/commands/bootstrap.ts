@@ -10,6 +10,8 @@ export interface BootstrapInput {
   email: string
   password: string
   name?: string | undefined
+  /** The password was made up here, not chosen by the operator: its owner is asked to change it. */
+  generated?: boolean
 }
 
 export type BootstrapResult = { created: true; account: Account } | { created: false }
@@ -34,6 +36,7 @@ export async function bootstrapSystemOwner(ctx: CommandContext, input: Bootstrap
       sub_role_code: ROOT_SUB_ROLE,
       parent_role: null,
       created_by: null,
+      must_change_password: input.generated === true,
     })
     return accountCreated(account, changes, registerEntry(account, SYSTEM_ACTOR))
   })
@@ -42,11 +45,12 @@ export async function bootstrapSystemOwner(ctx: CommandContext, input: Bootstrap
 
 /**
  * First start on an empty embedded store with no bootstrap settings: creates
- * `admin@example.com` with a random password, which the caller prints once.
+ * `admin@example.com` with a random password, which the caller prints once;
+ * the account is marked to change it at its first sign-in.
  */
 export async function createFirstAdmin(ctx: CommandContext): Promise<{ email: string; password: string } | null> {
   if ((await countAccounts(ctx.db)) > 0) return null
   const credentials = { email: 'admin@example.com', password: randomBytes(12).toString('base64url') }
-  const result = await bootstrapSystemOwner(ctx, credentials)
+  const result = await bootstrapSystemOwner(ctx, { ...credentials, generated: true })
   return result.created ? credentials : null
 }

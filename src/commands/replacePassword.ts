@@ -12,12 +12,13 @@ import { AccountLoginLimitedError } from './login.js'
  * Replaces the password, bumps the credentials version (older tokens are
  * refused), clears the account's login failures (guesses at a password that
  * no longer exists; this is how an operator lifts a lock-out) and audits it,
- * in one transaction.
+ * in one transaction. A `generated` password is marked to be changed by its
+ * owner; one the owner chose clears the mark.
  */
-async function replacePassword(ctx: CommandContext, account: Account, password: string, audit: AuditEntry) {
+async function replacePassword(ctx: CommandContext, account: Account, password: string, generated: boolean, audit: AuditEntry) {
   const passwordHash = await ctx.passwords.hash(password)
   return ctx.writes.run(async (tx) => {
-    const updated = await setPassword(tx, account.id, passwordHash)
+    const updated = await setPassword(tx, account.id, passwordHash, generated)
     if (updated === null) throw new ServiceError('USER_NOT_FOUND')
     await clearLoginFailures(tx, account.email)
     return {
@@ -48,15 +49,15 @@ export async function changePassword(
   const stored = await findAccountWithHash(ctx.db, caller.account.id)
   const valid = await ctx.passwords.verify(stored?.password_hash ?? null, current)
   if (stored === null || !valid) throw new ServiceError('CURRENT_PASSWORD_WRONG', {}, [{ field: 'current_password', message: 'invalid' }])
-  const outcome = await replacePassword(ctx, stored, next, passwordChangedEntry(stored, actorOf(caller)))
+  const outcome = await replacePassword(ctx, stored, next, false, passwordChangedEntry(stored, actorOf(caller)))
   return { revision: outcome.revision, account: outcome.result }
 }
 
-/** `cli password reset`: a new random password for a locked-out admin, shown once; its old tokens are refused. */
+/** `cli password reset`: a new random password for a locked-out admin, shown once and to be changed at the next sign-in; its old tokens are refused. */
 export async function resetPassword(ctx: CommandContext, email: string): Promise<{ account: Account; password: string } | null> {
   const stored = await findAccountByEmail(ctx.db, email)
   if (stored === null) return null
   const password = randomBytes(18).toString('base64url')
-  const outcome = await replacePassword(ctx, stored, password, passwordResetEntry(stored))
+  const outcome = await replacePassword(ctx, stored, password, true, passwordResetEntry(stored))
   return { account: outcome.result, password }
 }

@@ -52,20 +52,45 @@ export type ChainProblem =
   | { kind: 'tail_missing'; id: string | null }
 
 /**
- * Walks rows in id order. An edited row no longer matches its own hash; a
- * deleted or reordered row leaves the next row pointing at a hash that is not
- * its predecessor's; rows deleted at the end leave the head pointing past the
- * last row. Returns the first problem, or null when the chain is whole.
+ * A place in the chain a verification found whole: the last row walked (id
+ * `0` before the first row), its hash, and how many rows lead up to it.
+ */
+export interface ChainPoint {
+  id: string
+  hash: string
+  rows: number
+}
+
+export const CHAIN_START: ChainPoint = { id: '0', hash: GENESIS_HASH, rows: 0 }
+
+/**
+ * Walks rows in id order from `start` (the first row, or a checkpoint an
+ * earlier verification reached). An edited row no longer matches its own
+ * hash; a deleted or reordered row leaves the next row pointing at a hash
+ * that is not its predecessor's; rows deleted at the end leave the head
+ * pointing past the last row. Returns the first problem, or null when the
+ * chain is whole. Rows behind `start` are trusted, not read: only a walk
+ * from CHAIN_START finds an edit there.
  */
 export class ChainVerifier {
-  private previous = GENESIS_HASH
-  private lastId: string | null = null
+  private previous: string
+  private lastId: string
   private problem: ChainProblem | null = null
-  rows = 0
+  /** Rows in the chain up to the last one walked, those behind `start` included. */
+  rows: number
+  /** Rows this verifier was given. */
+  read = 0
+
+  constructor(start: ChainPoint = CHAIN_START) {
+    this.previous = start.hash
+    this.lastId = start.id
+    this.rows = start.rows
+  }
 
   push(row: StoredChainRow): ChainProblem | null {
     if (this.problem !== null) return this.problem
     this.rows++
+    this.read++
     if (row.prev_hash !== this.previous) this.problem = { kind: 'broken', id: row.id }
     else if (rowHash(row.prev_hash, row) !== row.row_hash) this.problem = { kind: 'edited', id: row.id }
     this.previous = row.row_hash
@@ -74,7 +99,14 @@ export class ChainVerifier {
   }
 
   finish(head: string): ChainProblem | null {
-    if (this.problem === null && head !== this.previous) this.problem = { kind: 'tail_missing', id: this.lastId }
+    if (this.problem === null && head !== this.previous) {
+      this.problem = { kind: 'tail_missing', id: this.lastId === CHAIN_START.id ? null : this.lastId }
+    }
     return this.problem
+  }
+
+  /** Where the walk has reached, as a checkpoint; null once a problem was found. */
+  reached(): ChainPoint | null {
+    return this.problem === null ? { id: this.lastId, hash: this.previous, rows: this.rows } : null
   }
 }

@@ -23,6 +23,8 @@ export interface Account {
   status: AccountStatus
   /** Bumped by a password change or reset: tokens issued under an older version are refused. */
   credentials_version: number
+  /** Its password was generated (first start, `cli password reset`): the console asks for a new one before anything else. */
+  must_change_password: boolean
 }
 
 /** A user's home domain: its merchant id, or `global` for system-owner users. */

@@ -9,15 +9,17 @@ export interface AccountWithHash extends Account {
 }
 
 /** An account row to insert: the account's fields with its password hash, the store sets the time. */
-export type NewAccount = Omit<AccountWithHash, 'created_at' | 'status' | 'credentials_version'>
+export type NewAccount = Omit<AccountWithHash, 'created_at' | 'status' | 'credentials_version' | 'must_change_password'> & {
+  must_change_password?: boolean
+}
 
 const columns =
-  'id::text AS id, email, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by::text AS created_by, created_at, status, credentials_version'
+  'id::text AS id, email, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by::text AS created_by, created_at, status, credentials_version, must_change_password'
 
 export async function insertAccount(q: Queryable, account: NewAccount): Promise<Account> {
   const { rows } = await q.query<Account>(
-    `INSERT INTO admin_accounts (id, email, password_hash, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${columns}`,
+    `INSERT INTO admin_accounts (id, email, password_hash, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by, must_change_password)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${columns}`,
     [
       account.id,
       account.email,
@@ -29,6 +31,7 @@ export async function insertAccount(q: Queryable, account: NewAccount): Promise<
       account.sub_role_code,
       account.parent_role,
       account.created_by,
+      account.must_change_password ?? false,
     ],
   )
   return rows[0] as Account
@@ -145,12 +148,16 @@ export async function setStatus(tx: Queryable, id: string, status: AccountStatus
   return rows[0] ?? null
 }
 
-/** Replaces the password hash and bumps the credentials version, refusing every token issued before. */
-export async function setPassword(tx: Queryable, id: string, passwordHash: string): Promise<Account | null> {
+/**
+ * Replaces the password hash and bumps the credentials version, refusing
+ * every token issued before; `generated` marks a password the account's
+ * owner did not choose.
+ */
+export async function setPassword(tx: Queryable, id: string, passwordHash: string, generated: boolean): Promise<Account | null> {
   const { rows } = await tx.query<Account>(
-    `UPDATE admin_accounts SET password_hash = $2, credentials_version = credentials_version + 1, updated_at = now()
+    `UPDATE admin_accounts SET password_hash = $2, credentials_version = credentials_version + 1, must_change_password = $3, updated_at = now()
      WHERE id = $1 RETURNING ${columns}`,
-    [id, passwordHash],
+    [id, passwordHash, generated],
   )
   return rows[0] ?? null
 }

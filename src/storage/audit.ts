@@ -1,5 +1,5 @@
 import type { AuditEntry } from '../domain/audit.js'
-import { rowHash, type ChainedContent, type StoredChainRow } from '../domain/auditChain.js'
+import { CHAIN_START, rowHash, type ChainPoint, type ChainedContent, type StoredChainRow } from '../domain/auditChain.js'
 import type { Queryable } from './db.js'
 
 /**
@@ -81,20 +81,77 @@ export async function listAudit(
   return { items, total: Number(count.rows[0]?.total ?? 0) }
 }
 
-/** Streams the chain in id order for verification. */
+const CHAIN_COLUMNS =
+  'id::text AS id, action, target_type, target_id, obj, act, domain, merchant_id, actor_id, actor_type, ip, created_at, prev_hash, row_hash'
+
+/**
+ * Up to `limit` chain rows after row `afterId` (and up to row `untilId` when
+ * given), in id order: a keyset page, as cheap at the millionth row as at
+ * the first.
+ */
+export async function readAuditChainPage(q: Queryable, afterId: string, limit: number, untilId?: string): Promise<StoredChainRow[]> {
+  const { rows } = await q.query<StoredChainRow>(
+    `SELECT ${CHAIN_COLUMNS} FROM permission_audit
+     WHERE permission_audit.id > $1::bigint AND ($3::bigint IS NULL OR permission_audit.id <= $3::bigint)
+     ORDER BY permission_audit.id LIMIT $2`,
+    [afterId, limit, untilId ?? null],
+  )
+  return rows
+}
+
+/** Streams the chain in id order. */
 export async function* iterateAuditChain(q: Queryable, pageSize = 5000): AsyncGenerator<StoredChainRow> {
   let after = '0'
   for (;;) {
-    const { rows } = await q.query<StoredChainRow>(
-      `SELECT id::text AS id, action, target_type, target_id, obj, act, domain, merchant_id, actor_id, actor_type, ip, created_at, prev_hash, row_hash
-       FROM permission_audit WHERE permission_audit.id > $1::bigint ORDER BY permission_audit.id LIMIT $2`,
-      [after, pageSize],
-    )
+    const rows = await readAuditChainPage(q, after, pageSize)
     yield* rows
     const last = rows[rows.length - 1]
     if (rows.length < pageSize || last === undefined) return
     after = last.id
   }
+}
+
+/** Where the last verification found the chain whole (the chain's start when none has, or the last one found a problem). */
+export async function readAuditCheckpoint(q: Queryable): Promise<ChainPoint> {
+  const { rows } = await q.query<{ id: string; hash: string; rows: string }>(
+    'SELECT last_id::text AS id, row_hash AS hash, rows::text AS rows FROM audit_checkpoint WHERE id = 1',
+  )
+  const row = rows[0]
+  return row === undefined ? CHAIN_START : { id: row.id, hash: row.hash, rows: Number(row.rows) }
+}
+
+/**
+ * Moves the checkpoint from `from` to `to`, only if it still says `from`:
+ * two verifications that started from the same checkpoint cannot both move
+ * it, and one that started before another cleared it cannot put it back.
+ * Returns whether it moved.
+ */
+export async function moveAuditCheckpoint(q: Queryable, from: ChainPoint, to: ChainPoint): Promise<boolean> {
+  const { rows } = await q.query(
+    `UPDATE audit_checkpoint SET last_id = $3::bigint, row_hash = $4, rows = $5::bigint, verified_at = now()
+     WHERE id = 1 AND last_id = $1::bigint AND row_hash = $2 AND $3::bigint > last_id RETURNING id`,
+    [from.id, from.hash, to.id, to.hash, to.rows],
+  )
+  return rows.length === 1
+}
+
+/** Back to the chain's start, whatever it said: a problem behind it makes it worthless. */
+export async function clearAuditCheckpoint(q: Queryable): Promise<void> {
+  await q.query('UPDATE audit_checkpoint SET last_id = 0, row_hash = $1, rows = 0, verified_at = now() WHERE id = 1', [CHAIN_START.hash])
+}
+
+/**
+ * The chain's head and its last row's id, read together (one statement, one
+ * snapshot): a verification walks up to that row, so rows appended while it
+ * walks are left for the next one.
+ */
+export async function auditChainEnd(q: Queryable): Promise<{ head: string; lastId: string }> {
+  const { rows } = await q.query<{ head: string; last_id: string }>(
+    "SELECT audit_head AS head, COALESCE((SELECT max(id) FROM permission_audit), 0)::text AS last_id FROM store_revision WHERE id = 1",
+  )
+  const row = rows[0]
+  if (row === undefined) throw new Error('store_revision row is missing')
+  return { head: row.head, lastId: row.last_id }
 }
 
 export async function auditHead(q: Queryable): Promise<string> {

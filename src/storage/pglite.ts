@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import * as fs from 'node:fs'
 import { lstatSync, mkdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import lockfile from 'proper-lockfile'
 import type { Database, QueryResult, Queryable, Row } from './db.js'
+import { currentLockOwner, lockOwnerIsGone, parseLockOwner } from './lockOwner.js'
 
 interface PGliteQueryable {
   query<R>(text: string, params?: unknown[], options?: { rowMode?: 'array' | 'object' }): Promise<{ rows: R[]; affectedRows?: number }>
@@ -52,8 +52,11 @@ export interface LockTiming {
  * its file-system calls queued in libuv's thread pool behind argon2 hashes,
  * or the process paused. None of those should come near 28 s, and a lock
  * lost to an opener that then writes risks the store. The cost is on the other side:
- * a lock left by a process that was killed is taken over 30 s after its last
+ * a lock left by a process that was killed in another container (or on
+ * another machine sharing the folder) is taken over 30 s after its last
  * refresh, and openers are refused until then (the message says how long).
+ * On the same machine and in the same PID namespace a dead holder is seen at
+ * once and its lock taken without waiting (takeOverFromGoneOwner).
  */
 export const STORE_LOCK_TIMING: LockTiming = { staleMs: 30_000, updateMs: 2_000 }
 
@@ -93,7 +96,8 @@ function lockLost(folder: string, reason: string): never {
  * on one volume both run as PID 1. So the lock is a directory made with
  * mkdir (atomic, also on network file systems) whose mtime the holder
  * refreshes (proper-lockfile): a lock not refreshed for `staleMs` was left by
- * a process that stopped and is taken over.
+ * a process that stopped and is taken over. Beside it the holder writes who it
+ * is (lockOwner.ts), so that a holder that provably stopped is not waited for.
  */
 async function lockFolder(folder: string, timing: LockTiming): Promise<FolderLock> {
   if (heldHere.has(folder)) throw new StoreInUseError(`the embedded store ${folder} is already open in this process`)
@@ -113,9 +117,9 @@ async function lockFolder(folder: string, timing: LockTiming): Promise<FolderLoc
     return lockLost(folder, reason)
   }
   heldHere.add(folder)
-  let release: () => Promise<void>
-  try {
-    release = await lockfile.lock(folder, {
+  const owner = JSON.stringify(currentLockOwner())
+  const claim = async (): Promise<() => Promise<void>> => {
+    const release = await lockfile.lock(folder, {
       lockfilePath: lockPath,
       realpath: false,
       retries: 0,
@@ -124,17 +128,27 @@ async function lockFolder(folder: string, timing: LockTiming): Promise<FolderLoc
       fs: guardedFs,
       onCompromised: (error) => onLost(error.message),
     })
+    try {
+      writeFileSync(ownerPath, owner, { mode: 0o600 })
+    } catch (error) {
+      await release()
+      throw error
+    }
+    return release
+  }
+  let release: () => Promise<void>
+  try {
+    try {
+      release = await claim()
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error
+      const taken = await takeOverFromGoneOwner(lockPath, ownerPath, claim)
+      if (taken === null) throw new StoreInUseError(inUseMessage(folder, lockPath, timing))
+      release = taken
+    }
   } catch (error) {
     heldHere.delete(folder)
     if ((error as NodeJS.ErrnoException).code === 'ELOCKED') throw new StoreInUseError(inUseMessage(folder, lockPath, timing))
-    throw error
-  }
-  const owner = randomUUID()
-  try {
-    writeFileSync(ownerPath, owner, { mode: 0o600 })
-  } catch (error) {
-    heldHere.delete(folder)
-    await release()
     throw error
   }
   // The heartbeat runs on a timer: after the process was paused or blocked, a query could run before the timer
@@ -162,6 +176,54 @@ async function lockFolder(folder: string, timing: LockTiming): Promise<FolderLoc
         if ((error as NodeJS.ErrnoException).code !== 'ERELEASED') throw error
       }
     },
+  }
+}
+
+/** Longer than any takeover takes: a takeover mark this old was left by an opener that died in the middle of one. */
+const TAKEOVER_STALE_MS = 10_000
+
+/**
+ * A lock whose holder has certainly stopped (same machine and PID
+ * namespace, and its process gone: see lockOwnerIsGone) is taken at once
+ * instead of after `staleMs`, so a supervisor restarting a killed server
+ * is not refused for half a minute. Two openers may find the same dead
+ * holder: a takeover mark made with mkdir lets one of them through, which
+ * reads the owner again, removes the lock and claims it before lifting the
+ * mark; the other then finds a live owner, or no mark to make, and is
+ * refused. Returns the claim's release, or null when the holder may be alive.
+ */
+async function takeOverFromGoneOwner(
+  lockPath: string,
+  ownerPath: string,
+  claim: () => Promise<() => Promise<void>>,
+): Promise<(() => Promise<void>) | null> {
+  const readOwner = (): string | null => {
+    try {
+      return readFileSync(ownerPath, 'utf8')
+    } catch {
+      return null
+    }
+  }
+  const seen = readOwner()
+  const owner = seen === null ? null : parseLockOwner(seen)
+  if (owner === null || !lockOwnerIsGone(owner)) return null
+  const mark = `${lockPath}.takeover`
+  try {
+    if (Date.now() - statSync(mark).mtimeMs > TAKEOVER_STALE_MS) fs.rmdirSync(mark)
+  } catch {
+    // No mark: the usual case.
+  }
+  try {
+    mkdirSync(mark)
+  } catch {
+    return null
+  }
+  try {
+    if (readOwner() !== seen) return null
+    fs.rmdirSync(lockPath)
+    return await claim()
+  } finally {
+    fs.rmdirSync(mark)
   }
 }
 

@@ -22,6 +22,8 @@ export const TABLE_PRIVILEGES = {
   schema_migrations: ['SELECT'],
   // Append-only: a trigger refuses UPDATE and DELETE whatever the grants say.
   permission_audit: ['SELECT', 'INSERT'],
+  // One row, moved forward by each verification that finds the chain whole.
+  audit_checkpoint: ['SELECT', 'UPDATE'],
   // The change feed, pruned from its old end.
   store_changes: ['SELECT', 'INSERT', 'DELETE'],
   // Failed logins per account, pruned once out of the window.

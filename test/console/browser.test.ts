@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { chromium } from 'playwright-core'
-import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
+import { TEST_SECRET, tempDir } from '../helper.js'
 import { processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
@@ -23,9 +23,14 @@ const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}: .ci/run
 t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
   const db = await processDatabase(t)
   const server = await startServer(t, {
-    env: { DATABASE_URL: db.url, JWT_SECRET: TEST_SECRET, BOOTSTRAP_ADMIN_EMAIL: ROOT_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: ROOT_PASSWORD, LOG_LEVEL: 'warn' },
+    // No bootstrap settings: the first start makes admin@example.com with a generated password.
+    env: { DATABASE_URL: db.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'warn' },
     name: 'console server',
   })
+  const ROOT_EMAIL = 'admin@example.com'
+  const ROOT_PASSWORD = 'root-chosen-pass-1'
+  const notice = await server.waitForLog((line) => /^FIRST START: the system-owner super_admin admin@example\.com was created with password /.test(line.text ?? ''))
+  const generated = notice.text?.split(' ').pop() ?? ''
   const shots = process.env.UPDATE_CONSOLE_SCREENSHOTS === '1' ? join(repositoryRoot, 'docs', 'console') : tempDir(t, 'aps-shots-')
   mkdirSync(shots, { recursive: true })
 
@@ -39,7 +44,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     return { status: response.status, json: (await response.json()) as { data: Record<string, unknown> & { items: Array<Record<string, unknown>> } } }
   }
   const login = async (email: string, password: string) => (await apiCall('POST', '/v2/auth/login', null, { command: 'login', data: { email, password } })).json.data.access_token as string
-  const rootToken = await login(ROOT_EMAIL, ROOT_PASSWORD)
+  let rootToken = ''
   const get = async (path: string, token = rootToken) => (await apiCall('GET', path, token)).json.data
 
   const context: BrowserContext = await chromium.launchPersistentContext(tempDir(t, 'aps-chromium-'), {
@@ -73,6 +78,23 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByRole('heading', { level: 2, name: section }).waitFor()
   }
   const status = (text: string | RegExp) => page.getByRole('status').filter({ hasText: text }).waitFor()
+
+  await t.test('the first sign-in with a generated password asks for a new one before anything else', async (t) => {
+    await signIn(ROOT_EMAIL, generated)
+    await status('This account signed in with a generated password. Choose your own before you go on.')
+    t.equal(await page.getByRole('navigation').count(), 0, 'no section is reachable')
+    await page.goto(`${server.base}/console/#/accounts`)
+    await status('This account signed in with a generated password.')
+    t.equal(await page.getByRole('heading', { level: 2, name: 'Accounts' }).count(), 0, 'not even by its address')
+    await page.getByLabel('Current password').fill(generated)
+    await page.getByLabel('New password').fill(ROOT_PASSWORD)
+    await page.getByRole('button', { name: 'Change password' }).click()
+    await page.getByRole('heading', { level: 2, name: 'Accounts' }).waitFor()
+    rootToken = await login(ROOT_EMAIL, ROOT_PASSWORD)
+    t.equal((await get('/v2/profile')).must_change_password, false, 'the API no longer marks it')
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByRole('button', { name: 'Sign in' }).waitFor()
+  })
 
   await t.test('sign in; the token stays in sessionStorage', async (t) => {
     const index = await fetch(`${server.base}/console/`)

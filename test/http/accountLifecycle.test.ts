@@ -196,7 +196,9 @@ t.test('change-password and password reset refuse every older token', async (t) 
   t.equal(changed.statusCode, 200)
   const fresh = (changed.json() as { data: { access_token: string; revision: number } }).data
   expectError(t, await ta.call({ method: 'GET', url: '/v2/profile', token: oldToken }), 401, '201')
-  t.equal((await ta.call({ method: 'GET', url: '/v2/profile', token: fresh.access_token })).statusCode, 200, 'the answer carries a token that works')
+  const mine = await ta.call({ method: 'GET', url: '/v2/profile', token: fresh.access_token })
+  t.equal(mine.statusCode, 200, 'the answer carries a token that works')
+  t.equal(mine.json().data.must_change_password, false, 'a password its owner chose is not to be changed')
   expectError(t, await login(ta, 'clerk.one@m1.example', 'admin-pass-123'), 401, '203')
   t.equal((await login(ta, 'clerk.one@m1.example', 'a-new-passphrase')).statusCode, 200)
 
@@ -211,11 +213,19 @@ t.test('change-password and password reset refuse every older token', async (t) 
   t.ok(printed.length >= 20, 'a long random password, printed once')
   await ta.service.replica.sync()
   expectError(t, await ta.call({ method: 'GET', url: '/v2/profile', token: fresh.access_token }), 401, '201')
-  t.equal((await login(ta, 'clerk.one@m1.example', printed)).statusCode, 200, 'the printed password works')
+  const afterReset = await login(ta, 'clerk.one@m1.example', printed)
+  t.equal(afterReset.statusCode, 200, 'the printed password works')
+  const resetToken = (afterReset.json() as { data: { access_token: string } }).data.access_token
+  t.equal((await ta.call({ method: 'GET', url: '/v2/profile', token: resetToken })).json().data.must_change_password, true, 'a reset password is to be changed')
+  const chosen = await change(printed, 'chosen-after-reset', resetToken)
+  t.equal(chosen.statusCode, 200)
+  const chosenToken = (chosen.json() as { data: { access_token: string } }).data.access_token
+  t.equal((await ta.call({ method: 'GET', url: '/v2/profile', token: chosenToken })).json().data.must_change_password, false, 'changing it clears the mark')
   const actions = await db.query("SELECT action, actor_id FROM permission_audit WHERE target_id = $1 AND action LIKE 'password%' ORDER BY id", [clerk.id])
   t.same(actions.rows, [
     { action: 'password_changed', actor_id: clerk.id },
     { action: 'password_reset', actor_id: 'system' },
+    { action: 'password_changed', actor_id: clerk.id },
   ])
   const missing = await runCli(['password', 'reset', '--email', 'nobody@example.com'], {
     env: { DATABASE_URL: postgresUrl ?? 'pglite://memory', JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },

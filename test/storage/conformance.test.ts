@@ -126,8 +126,11 @@ for (const backend of backends) {
 
       const changed = await db.transaction((tx) => accounts.setStatus(tx, account.id, 'deactivated'))
       t.equal(changed?.status, 'deactivated')
-      const password = await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other'))
+      t.equal(account.must_change_password, false, 'a new account chose its password')
+      const password = await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other', true))
       t.ok((password?.credentials_version ?? 0) > account.credentials_version, 'a new password bumps the credentials version')
+      t.equal(password?.must_change_password, true, 'a generated password is marked to be changed')
+      t.equal((await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other', false)))?.must_change_password, false, 'a chosen one clears the mark')
       t.equal((await accounts.findAccountWithHash(db, account.id))?.password_hash, 'other')
       await db.query("INSERT INTO sub_roles (code) VALUES ('auditor') ON CONFLICT DO NOTHING")
       const moved = await db.transaction((tx) => accounts.setSubRole(tx, account.id, 'auditor'))

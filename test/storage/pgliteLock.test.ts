@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url'
 import tap from 'tap'
 import { runCli } from '../../src/cli/run.js'
 import { LOCK_LOST_EXIT_CODE, STORE_LOCK_TIMING, openPGlite } from '../../src/storage/pglite.js'
-import { tempDir } from '../helper.js'
+import { currentLockOwner, lockOwnerIsGone } from '../../src/storage/lockOwner.js'
+import { TEST_SECRET, tempDir } from '../helper.js'
+import { startServer } from '../support/serverProcess.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
 
@@ -240,4 +242,42 @@ tap.test('a holder whose lock is taken over stops at once, writing nothing more'
     t.same((await db.query('SELECT n FROM held')).rows, [{ n: 1 }], 'only the acknowledged row is there')
     await db.close()
   })
+})
+
+tap.test('a server killed with SIGKILL on this machine: a restart on its folder takes the lock at once', async (t) => {
+  const store = await storeCopy(t)
+  const lock = join(store, 'aps.lock')
+  const env = { DATABASE_URL: `pglite://${store}`, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'warn', BOOTSTRAP_ADMIN_EMAIL: 'root@example.com', BOOTSTRAP_ADMIN_PASSWORD: 'root-password-123' }
+  const first = await startServer(t, { env, name: 'first server' })
+  first.kill()
+  t.equal((await first.exited).signal, 'SIGKILL')
+  t.ok(existsSync(lock), 'SIGKILL leaves the lock behind')
+  const staleAt = statSync(lock).mtimeMs + STORE_LOCK_TIMING.staleMs
+
+  const restarted = Date.now()
+  const second = await startServer(t, { env, name: 'restarted server' })
+  const ready = Date.now()
+  t.ok(ready < staleAt, `ready ${((ready - restarted) / 1000).toFixed(1)} s after the restart, before the dead lock went stale`)
+  t.equal((await fetch(`${second.base}/readyz`)).status, 200, 'and serving')
+  const login = await fetch(`${second.base}/v2/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ command: 'login', data: { email: 'root@example.com', password: 'root-password-123' } }),
+  })
+  t.equal(login.status, 200, 'with the store the killed server wrote')
+  await t.rejects(openPGlite(store), { name: 'StoreInUseError' }, 'the restarted server holds the lock: a live holder is never taken over')
+  t.equal((await second.stop()).code, 0)
+})
+
+tap.test('which lock holders are provably gone', async (t) => {
+  const here = currentLockOwner()
+  t.notOk(lockOwnerIsGone(here, here), 'this process is alive')
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' })
+  const gone = { ...here, pid: Number(dead.stdout) }
+  t.ok(lockOwnerIsGone(gone, here), 'a process id no process has: gone')
+  t.ok(lockOwnerIsGone({ ...here, pid: 1, started: 'never' }, here), 'a live process that started at another time: the id was reused')
+  t.notOk(lockOwnerIsGone({ ...gone, host: 'another-host' }, here), 'another host name (another container): wait for the stale time')
+  t.notOk(lockOwnerIsGone({ ...gone, pidNamespace: 'pid:[1]' }, here), 'another PID namespace: wait')
+  t.notOk(lockOwnerIsGone({ ...gone, boot: 'another-boot' }, here), 'another boot of the machine (a shared volume): wait')
+  t.notOk(lockOwnerIsGone({ ...gone, started: null }, here), 'a holder that could not read its start time: wait')
 })

@@ -61,8 +61,10 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /v2/profile': {
     operationId: 'get-profile',
     summary: "Read the caller's own account.",
+    description:
+      '`must_change_password` is true while the account signs in with a generated password (the first start\'s, or one `password reset` printed); `POST /v2/profile/password` clears it. The API serves such an account as any other: the console asks for a new password before anything else.',
     returns: "the caller's account",
-    data: 'Account',
+    data: 'Profile',
     errors: [],
   },
   'GET /v2/profile/permissions': {
@@ -277,11 +279,15 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /v2/admin/permissions/audit-log/verification': {
     operationId: 'verify-audit-chain',
     summary: "Check the audit trail's hash chain.",
-    description: 'Walks every row, as `npm run cli -- audit verify` does: `valid` is false when a row was edited, deleted or reordered, and `problem` says where. Only system-owner callers get it (the chain spans every merchant).',
-    returns: 'whether the chain holds, the rows walked and the first problem',
+    description:
+      'Walks the rows written since the last verification found the chain whole (its checkpoint, kept in the database and moved forward only by a compare-and-set), in pages that leave the server free between them: `valid` is false when a row was edited, deleted or reordered, and `problem` says where. `full=true` walks every row from the first, as `npm run cli -- audit verify` does, and so also finds an edit behind the checkpoint; it is for root callers only. A full walk that finds a problem clears the checkpoint, so later visits report it too. Only system-owner callers get it (the chain spans every merchant).',
+    returns: 'whether the chain holds, its rows found whole, the rows read this time and the first problem',
     data: 'AuditVerification',
     errors: [],
-    notes: { PRINCIPAL_TYPE_DENIED: 'merchant callers never walk the whole trail' },
+    notes: {
+      PRINCIPAL_TYPE_DENIED: 'merchant callers never walk the whole trail',
+      PERMISSION_DENIED: 'the caller lacks `permission:read`, or asks for `full=true` without a root sub-role (the permission named is then `super_admin`)',
+    },
   },
 
   'GET /v2/authz/verify': {

@@ -8,7 +8,7 @@ import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
 import { localisedPermissions } from '../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, CommandBody, Domain, Lang, Password, ReadQuery, bearer, responses } from '../schemas/common.js'
+import { CommandBody, Domain, Lang, Password, ProfileAccount, ReadQuery, bearer, responses } from '../schemas/common.js'
 import { UserPermissionsData } from '../schemas/permissions.js'
 import { withRetryAfter } from './auth.js'
 
@@ -55,7 +55,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
         tags: ['profile'],
         security: bearer,
         querystring: ReadQuery(),
-        response: responses(200, Account),
+        response: responses(200, ProfileAccount),
       },
     },
     async (request) => success(callerOf(request).account),

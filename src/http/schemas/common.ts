@@ -76,6 +76,16 @@ export const Account = Type.Object({
   status: AccountStatusSchema,
 })
 
+/** The caller's own account (`GET /v2/profile`): whether it must replace a generated password is its own business only. */
+export const ProfileAccount = Type.Composite([
+  Account,
+  Type.Object({
+    must_change_password: Type.Boolean({
+      description: 'the password was generated (first start, `password reset` on the command line): the console asks for a new one before anything else; `POST /v2/profile/password` clears it',
+    }),
+  }),
+])
+
 /** A registration's or onboarding's answer: the account and the store's revision after the write. */
 export const CreatedAccount = Type.Composite([Account, Type.Object({ revision: Type.Integer() })])
 
