@@ -57,6 +57,7 @@ for (let i = 0; i < USERS; i++) {
     created_at: new Date(0),
     status: 'active',
     credentials_version: 1,
+    credentials_changed_at: null,
   })
   g.push([`user-${i}`, role, merchant])
 }

@@ -23,6 +23,12 @@ export interface Account {
   status: AccountStatus
   /** Bumped by a password change or reset: tokens issued under an older version are refused. */
   credentials_version: number
+  /**
+   * When the account was last deactivated, reactivated, given a new password
+   * or logged out everywhere (null: never). Tokens from an external issuer
+   * carry no credentials version: their issue time is compared with this.
+   */
+  credentials_changed_at: Date | null
 }
 
 /** A user's home domain: its merchant id, or `global` for system-owner users. */

@@ -28,6 +28,7 @@ function account(tenant: Tenant): Account {
     created_at: new Date(0),
     status: 'active',
     credentials_version: 1,
+    credentials_changed_at: null,
   }
 }
 

@@ -124,15 +124,15 @@ for (const backend of backends) {
       t.equal(await accounts.countAccounts(db), before + 1)
       t.equal(await accounts.findAccountById(db, randomUUID()), null)
 
-      const changed = await db.transaction((tx) => accounts.setStatus(tx, account.id, 'deactivated'))
+      const changed = await db.transaction((tx) => accounts.setStatus(tx, account.id, 'deactivated', new Date()))
       t.equal(changed?.status, 'deactivated')
-      const password = await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other'))
+      const password = await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other', new Date()))
       t.ok((password?.credentials_version ?? 0) > account.credentials_version, 'a new password bumps the credentials version')
       t.equal((await accounts.findAccountWithHash(db, account.id))?.password_hash, 'other')
       await db.query("INSERT INTO sub_roles (code) VALUES ('auditor') ON CONFLICT DO NOTHING")
       const moved = await db.transaction((tx) => accounts.setSubRole(tx, account.id, 'auditor'))
       t.same({ now: moved?.account.sub_role_code, previous: moved?.previous }, { now: 'auditor', previous: 'operator' })
-      t.equal(await db.transaction((tx) => accounts.setStatus(tx, randomUUID(), 'active')), null, 'no row: null')
+      t.equal(await db.transaction((tx) => accounts.setStatus(tx, randomUUID(), 'active', new Date())), null, 'no row: null')
     })
 
     t.test('accounts: the list filters, pages and counts; iterate reads them all', async (t) => {
