@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net'
 import { createSigner } from 'fast-jwt'
 import t, { type Test } from 'tap'
 import type { Account } from '../../src/domain/principals.js'
+import { insertEndedToken } from '../../src/storage/endedTokens.js'
 import {
   ROOT_EMAIL,
   ROOT_PASSWORD,
@@ -165,6 +166,7 @@ t.test('ended tokens are remembered until they would have expired, and no longer
   t.same(await stored(), [decodePayload(longLived).jti], 'the expired one is deleted from the store by the next logout')
   t.equal(ta.service.accounts.endedTokens, 1, 'and dropped from memory')
   t.same(await asProfile(ta, longLived), { status: 401, code: '204' }, 'the unexpired one is still refused')
+  await insertEndedToken(ta.service.db, 'expired-not-yet-deleted', ta.root.id, new Date(clock.now() - 1000))
   await ta.service.reload()
   t.equal(ta.service.accounts.endedTokens, 1, 'a reload never reads an expired one')
 })
