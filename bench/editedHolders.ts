@@ -58,6 +58,7 @@ for (let i = 0; i < USERS; i++) {
     status: 'active',
     credentials_version: 1,
     must_change_password: false,
+    credentials_changed_at: null,
   })
   g.push([`user-${i}`, role, merchant])
 }

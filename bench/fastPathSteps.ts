@@ -9,7 +9,7 @@ import { checkPermission, checkPermissions } from '../src/commands/permissionQue
 import { checkBatchAnswer } from '../src/http/checkBatchAnswer.js'
 import { newSpans, readPlainBatch } from '../src/http/plainBatch.js'
 import { plainQuery } from '../src/http/gatewayFastPath.js'
-import { cachedAccount, type TokenClaims } from '../src/http/plugins/authentication.js'
+import { cachedAccount, credentialsRule, type TokenClaims } from '../src/http/plugins/authentication.js'
 import { VerifiedTokenCache } from '../src/http/plugins/tokenCache.js'
 import { acceptedClientRequestId, nextRequestId } from '../src/http/requestId.js'
 import { ServiceMetrics } from '../src/http/serviceMetrics.js'
@@ -25,7 +25,7 @@ if (clerk === null || service.tokens === null) throw new Error('the bench subjec
 const header = `Bearer ${service.tokens.issue(clerk, 86400).access_token}`
 const verified = new VerifiedTokenCache<TokenClaims>()
 verified.set(header, JSON.parse(Buffer.from(header.split('.')[1] ?? '', 'base64url').toString()) as TokenClaims)
-const account = cachedAccount(verified, service.accounts, header)
+const account = cachedAccount(verified, service.accounts, credentialsRule('secret'), header)
 if (account === undefined) throw new Error('the token is not admitted')
 const metrics = new ServiceMetrics(service.replica, () => null)
 const latency = metrics.recorder('GET', '/v2/authz/check')
@@ -42,7 +42,7 @@ function nanos(fn: () => unknown, calls = 500_000): number {
 }
 
 const steps: Array<[string, () => unknown]> = [
-  ['token found in the verified cache, account read and checked', () => cachedAccount(verified, service.accounts, header)],
+  ['token found in the verified cache, account read and checked', () => cachedAccount(verified, service.accounts, credentialsRule('secret'), header)],
   ['query read and checked (obj, act; their patterns)', () => plainQuery('obj=orders&act=read')],
   ['staleness check', () => service.replica.isStale()],
   ['the decision (decision index)', () => checkPermission(service, account, { obj: 'orders', act: 'read', domain: undefined })],

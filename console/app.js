@@ -1,7 +1,7 @@
 // The admin console: Preact components written with htm's tagged templates,
 // so the browser runs this file as it is (no build step).
 import { html, render, useContext, useEffect, useState } from './preact-htm.js'
-import { ApiError, api, session, setApiLanguage } from './api.js'
+import { ApiError, api, command, session, setApiLanguage } from './api.js'
 import { browserLanguage, translator } from './i18n.js'
 import { Ctx, LanguageSwitch, Notice, errorText, useFormAction } from './ui.js'
 import { AccountsScreen, UserScreen } from './accounts.js'
@@ -161,7 +161,14 @@ function App() {
     sessionStorage.setItem(LANGUAGE_KEY, value)
     setLangState(value)
   }
-  const signOut = () => {
+  // The token is ended on the server first (on every replica), so a copy of it left anywhere stops working;
+  // it is forgotten here whatever the answer (already ended, expired or the server out of reach).
+  const signOut = async () => {
+    try {
+      await api('POST', '/v2/auth/logout', { body: command('logout', {}) })
+    } catch {
+      // Nothing more to do here: the tab forgets the token below.
+    }
     session.token = null
     setMe(null)
     location.hash = ''

@@ -92,7 +92,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     const model = readModel(config.modelPath)
     if (options.gateModel === true) await gateModelDecisions(config, db, options.log)
     // The policy, the accounts and the revision they reflect, all from one snapshot.
-    const accounts = new AccountDirectory(db)
+    const accounts = new AccountDirectory(db, () => clock.now())
     const { engine, revision } = await db.snapshot(async (tx) => {
       const revision = await currentRevision(tx)
       const engine = await PermissionEngine.load(tx, model.text, await engineState(tx), () => clock.now())

@@ -118,8 +118,9 @@ t.test('every command, in process, against one store', async (t) => {
     const printed = await cli('token', '--email', 'root@example.com', '--ttl', '30m')
     t.equal(printed.code, 0, printed.err)
     t.match(printed.out, /^[\w-]+\.[\w-]+\.[\w-]+$/, 'only the token on stdout')
-    const claims = verify(printed.out) as { sub: string; exp: number; iat: number; principal_type: string; merchant_id?: string }
+    const claims = verify(printed.out) as { sub: string; exp: number; iat: number; principal_type: string; merchant_id?: string; jti?: unknown }
     t.equal(claims.principal_type, 'system_owner')
+    t.match(claims.jti, /^[\w-]{22,}$/, 'with an id of its own (a logout ends it alone)')
     t.equal(claims.exp - claims.iat, 1800, '--ttl 30m')
     t.notOk('merchant_id' in claims)
     const merchant = verify((await cli('token', '--email', 'owner@m7.example')).out) as { principal_type: string; merchant_id: string; exp: number; iat: number }

@@ -104,7 +104,7 @@ export async function setAccountStatus(ctx: CommandContext, caller: Caller, user
     if (status === 'deactivated' && target.principal_type === 'system_owner' && isRootAccount(ctx.engine, target)) {
       if ((await otherActiveSystemRoots(tx, target.id)) === 0) throw new ServiceError('LAST_SYSTEM_OWNER')
     }
-    const updated = await setStatus(tx, target.id, status)
+    const updated = await setStatus(tx, target.id, status, new Date(ctx.clock.now()))
     if (updated === null) return { changed: false, audit: [], changes: [], result: target }
     return {
       changed: true,

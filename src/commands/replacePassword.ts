@@ -18,7 +18,7 @@ import { AccountLoginLimitedError } from './login.js'
 async function replacePassword(ctx: CommandContext, account: Account, password: string, generated: boolean, audit: AuditEntry) {
   const passwordHash = await ctx.passwords.hash(password)
   return ctx.writes.run(async (tx) => {
-    const updated = await setPassword(tx, account.id, passwordHash, generated)
+    const updated = await setPassword(tx, account.id, passwordHash, new Date(ctx.clock.now()), generated)
     if (updated === null) throw new ServiceError('USER_NOT_FOUND')
     await clearLoginFailures(tx, account.email)
     return {

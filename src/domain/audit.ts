@@ -19,6 +19,8 @@ export const AUDIT_ACTIONS = [
   'password_reset',
   'override_expired',
   'sub_role_created',
+  'logged_out',
+  'logged_out_everywhere',
 ] as const
 export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 
@@ -153,6 +155,16 @@ export function passwordChangedEntry(account: AuditedAccount, actor: Actor): Aud
 /** `password_reset`: a new password set from the command line, so by the service. */
 export function passwordResetEntry(account: AuditedAccount): AuditEntry {
   return accountEntry('password_reset', account, SYSTEM_ACTOR)
+}
+
+/** `logged_out`: the account ended the token it presented. */
+export function loggedOutEntry(account: AuditedAccount, actor: Actor): AuditEntry {
+  return accountEntry('logged_out', account, actor)
+}
+
+/** `logged_out_everywhere`: the account ended every token issued to it until then. */
+export function loggedOutEverywhereEntry(account: AuditedAccount, actor: Actor): AuditEntry {
+  return accountEntry('logged_out_everywhere', account, actor)
 }
 
 /** `sub_role_created`: listed in the creator's home domain; a merchant creator's entry is its merchant's. */

@@ -14,6 +14,8 @@ export type StoreChange =
   | { kind: 'catalog'; entries: CatalogEntry[] }
   | { kind: 'sub_role'; code: string; is_root: boolean }
   | { kind: 'merchant'; id: string }
+  /** One token logged out: refused until it expires (an RFC 3339 instant), when it is forgotten. */
+  | { kind: 'token_ended'; jti: string; expires_at: string }
 
 /** An added rule; an override that expires carries its instant (RFC 3339), so every replica sets the same timer. */
 export const ruleAdded = (ptype: 'p' | 'g', values: string[], expiresAt: Date | null = null): StoreChange =>

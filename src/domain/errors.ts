@@ -40,10 +40,11 @@ export const errorTable = {
     status: 401,
     responseCode: '201',
     meaning:
-      'invalid token (signature, algorithm, issuer, audience, not yet valid; an unknown, deactivated or mismatching account; issued before a password change)',
+      'invalid token (signature, algorithm, issuer, audience, not yet valid; an unknown, deactivated or mismatching account; issued before a password change, a deactivation or reactivation, or a logout everywhere)',
   },
   TOKEN_EXPIRED: { status: 401, responseCode: '202', meaning: 'expired token' },
   BAD_CREDENTIALS: { status: 401, responseCode: '203', meaning: 'wrong e-mail or password (the same answer for both)' },
+  SESSION_ENDED: { status: 401, responseCode: '204', meaning: 'the token was logged out (`POST /v2/auth/logout`)' },
   PERMISSION_DENIED: { status: 403, responseCode: '300', meaning: "the caller lacks the route's permission" },
   PRINCIPAL_TYPE_DENIED: { status: 403, responseCode: '301', meaning: "the caller's principal type may not do this" },
   PRIVILEGE_ESCALATION: {

@@ -25,6 +25,12 @@ export interface Account {
   credentials_version: number
   /** Its password was generated (first start, `cli password reset`): the console asks for a new one before anything else. */
   must_change_password: boolean
+  /**
+   * When the account was last deactivated, reactivated, given a new password
+   * or logged out everywhere (null: never). Tokens from an external issuer
+   * carry no credentials version: their issue time is compared with this.
+   */
+  credentials_changed_at: Date | null
 }
 
 /** A user's home domain: its merchant id, or `global` for system-owner users. */

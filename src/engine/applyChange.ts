@@ -30,6 +30,9 @@ export async function applyChange(memory: InMemoryState, change: StoreChange): P
     case 'sub_role':
       memory.engine.setRootRole(change.code, change.is_root)
       return
+    case 'token_ended':
+      memory.accounts.endToken(change.jti, Date.parse(change.expires_at))
+      return
     case 'merchant':
       // Merchants are read from the database where they matter; nothing in memory.
       return
@@ -38,7 +41,13 @@ export async function applyChange(memory: InMemoryState, change: StoreChange): P
 
 const expiryOf = (text: string | null | undefined): number | null => (typeof text === 'string' ? Date.parse(text) : null)
 
-/** Accounts from the feed went through JSON: their time is text again. */
+/** Accounts from the feed went through JSON: their times are text again. */
 function reviveAccount(account: Account): Account {
-  return typeof account.created_at === 'string' ? { ...account, created_at: new Date(account.created_at) } : account
+  const changedAt: unknown = account.credentials_changed_at
+  return {
+    ...account,
+    created_at: new Date(account.created_at),
+    // Absent in changes written before the column existed.
+    credentials_changed_at: typeof changedAt === 'string' || changedAt instanceof Date ? new Date(changedAt) : null,
+  }
 }

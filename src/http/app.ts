@@ -15,7 +15,7 @@ import { createLocalizer } from './i18n/index.js'
 import { boundedJsonParser } from './jsonBody.js'
 import { swaggerOptions } from './openapi/index.js'
 import { ServiceMetrics } from './serviceMetrics.js'
-import authentication, { cachedAccount, type TokenClaims } from './plugins/authentication.js'
+import authentication, { cachedAccount, credentialsRule, type TokenClaims } from './plugins/authentication.js'
 import { VerifiedTokenCache } from './plugins/tokenCache.js'
 import { serveFirst, stoppingOf } from './fastPath.js'
 import { answerRevision } from './revisionHeader.js'
@@ -175,6 +175,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       await rest.register(authRoutes, {
         login: { db: service.db, passwords: service.passwords, tokens: service.tokens, limits },
         perMinute: service.config.loginRateLimitPerMinute,
+        ctx: service,
       })
       await rest.register(profileRoutes, { ctx: service, loginLimits: limits })
       await rest.register(accountRoutes, { ctx: service })
@@ -192,6 +193,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   // cost it about half of a bare Fastify route's throughput (docs/performance.md). Not while checks are logged
   // one by one (the fast path writes no line) nor with CORS (its headers are Fastify's).
   if (service.config.corsOrigins.length === 0 && !logsAt(service.config.checkLogLevel, 'info')) {
+    const current = credentialsRule(service.config.jwt.mode)
     serveFirst(
       fastify,
       gatewayFastPath({
@@ -199,7 +201,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
         routeMap,
         metrics,
         replica,
-        cachedAccount: (header) => cachedAccount(verified, service.accounts, header),
+        cachedAccount: (header) => cachedAccount(verified, service.accounts, current, header),
         stopping: stoppingOf(fastify),
       }),
     )

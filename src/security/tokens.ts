@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { createSigner } from 'fast-jwt'
 import type { Account, PrincipalType } from '../domain/principals.js'
 
@@ -8,6 +9,8 @@ export interface AccessClaims {
   merchant_id?: string
   /** The account's credentials version: a password change or reset refuses tokens of older versions. */
   cv: number
+  /** This token's own id (128 random bits): a logout ends this token alone. */
+  jti: string
 }
 
 export interface IssuedToken {
@@ -32,6 +35,7 @@ function claimsFor(account: Pick<Account, 'id' | 'principal_type' | 'merchant_id
     sub: account.id,
     principal_type: account.principal_type,
     cv: account.credentials_version ?? 0,
+    jti: randomBytes(16).toString('base64url'),
     ...(account.merchant_id !== null ? { merchant_id: account.merchant_id } : {}),
   }
 }

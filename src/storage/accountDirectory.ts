@@ -2,6 +2,7 @@ import type { Account } from '../domain/principals.js'
 import { UUID_PATTERN } from '../domain/identifiers.js'
 import { findAccountById, iterateAccounts } from './accounts.js'
 import type { Queryable } from './db.js'
+import { EndedTokens } from './endedTokens.js'
 
 const uuid = new RegExp(UUID_PATTERN)
 
@@ -15,9 +16,10 @@ function addTo(bySubRole: Map<string, Set<string>>, account: Account): void {
 }
 
 /**
- * Every account in memory, so authenticating a request never waits on the
- * database. Writers put what they committed; an id not found in memory (an
- * account made by another process) is read once from the store.
+ * Every account in memory, and the tokens logged out, so authenticating a
+ * request never waits on the database. Writers put what they committed; an
+ * id not found in memory (an account made by another process) is read once
+ * from the store.
  */
 export class AccountDirectory {
   private byId = new Map<string, Account>()
@@ -30,11 +32,19 @@ export class AccountDirectory {
    */
   private readonly pool = new Map<string, string>()
   private changes = 0
+  private readonly ended: EndedTokens
 
-  constructor(private readonly db: Queryable) {}
+  /** `now` is the clock a logged-out token's expiry is read against. */
+  constructor(
+    private readonly db: Queryable,
+    now: () => number = Date.now,
+  ) {
+    this.ended = new EndedTokens(now)
+  }
 
-  /** Reads every account (from `q`, e.g. a snapshot) and swaps them in at once. */
+  /** Reads every account and logged-out token (from `q`, e.g. a snapshot) and swaps them in at once. */
   async load(q: Queryable = this.db): Promise<void> {
+    await this.ended.load(q)
     const loaded = new Map<string, Account>()
     const bySubRole = new Map<string, Set<string>>()
     for await (const account of iterateAccounts(q)) {
@@ -91,6 +101,20 @@ export class AccountDirectory {
     account.status = shared(account.status) as Account['status']
     account.principal_type = shared(account.principal_type) as Account['principal_type']
     if (account.merchant_id !== null) account.merchant_id = shared(account.merchant_id)
+  }
+
+  /** A token logged out: refused until `expiresAt` (epoch milliseconds), then forgotten. */
+  endToken(jti: string, expiresAt: number): void {
+    this.ended.add(jti, expiresAt)
+  }
+
+  tokenEnded(jti: string): boolean {
+    return this.ended.has(jti)
+  }
+
+  /** How many logged-out tokens are remembered. */
+  get endedTokens(): number {
+    return this.ended.size
   }
 
   /** The accounts holding this sub-role. */

@@ -9,12 +9,12 @@ export interface AccountWithHash extends Account {
 }
 
 /** An account row to insert: the account's fields with its password hash, the store sets the time. */
-export type NewAccount = Omit<AccountWithHash, 'created_at' | 'status' | 'credentials_version' | 'must_change_password'> & {
+export type NewAccount = Omit<AccountWithHash, 'created_at' | 'status' | 'credentials_version' | 'credentials_changed_at' | 'must_change_password'> & {
   must_change_password?: boolean
 }
 
 const columns =
-  'id::text AS id, email, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by::text AS created_by, created_at, status, credentials_version, must_change_password'
+  'id::text AS id, email, name, phone, principal_type, merchant_id, sub_role_code, parent_role, created_by::text AS created_by, created_at, status, credentials_version, credentials_changed_at, must_change_password'
 
 export async function insertAccount(q: Queryable, account: NewAccount): Promise<Account> {
   const { rows } = await q.query<Account>(
@@ -136,28 +136,41 @@ export async function setSubRole(tx: Queryable, id: string, subRole: string): Pr
 /**
  * Sets the status; null when it already had it. A deactivation bumps the
  * credentials version, so tokens issued before it stay refused once the
- * account is reactivated.
+ * account is reactivated; both note the instant (`at`), which refuses an
+ * external issuer's tokens issued before it.
  */
-export async function setStatus(tx: Queryable, id: string, status: AccountStatus): Promise<Account | null> {
+export async function setStatus(tx: Queryable, id: string, status: AccountStatus, at: Date): Promise<Account | null> {
   const { rows } = await tx.query<Account>(
     `UPDATE admin_accounts
-     SET status = $2, credentials_version = credentials_version + CASE WHEN $2 = 'deactivated' THEN 1 ELSE 0 END, updated_at = now()
+     SET status = $2, credentials_version = credentials_version + CASE WHEN $2 = 'deactivated' THEN 1 ELSE 0 END,
+         credentials_changed_at = $3, updated_at = now()
      WHERE id = $1 AND status <> $2 RETURNING ${columns}`,
-    [id, status],
+    [id, status, at],
   )
   return rows[0] ?? null
 }
 
 /**
- * Replaces the password hash and bumps the credentials version, refusing
- * every token issued before; `generated` marks a password the account's
- * owner did not choose.
+ * Replaces the password hash, bumps the credentials version and notes the
+ * instant, refusing every token issued before; `generated` marks a password
+ * the account's owner did not choose.
  */
-export async function setPassword(tx: Queryable, id: string, passwordHash: string, generated: boolean): Promise<Account | null> {
+export async function setPassword(tx: Queryable, id: string, passwordHash: string, at: Date, generated: boolean): Promise<Account | null> {
   const { rows } = await tx.query<Account>(
-    `UPDATE admin_accounts SET password_hash = $2, credentials_version = credentials_version + 1, must_change_password = $3, updated_at = now()
+    `UPDATE admin_accounts SET password_hash = $2, credentials_version = credentials_version + 1, credentials_changed_at = $3,
+            must_change_password = $4, updated_at = now()
      WHERE id = $1 RETURNING ${columns}`,
-    [id, passwordHash, generated],
+    [id, passwordHash, at, generated],
+  )
+  return rows[0] ?? null
+}
+
+/** Logout everywhere: bumps the credentials version and notes the instant, refusing every token issued before, ours or an external issuer's. */
+export async function endAllTokens(tx: Queryable, id: string, at: Date): Promise<Account | null> {
+  const { rows } = await tx.query<Account>(
+    `UPDATE admin_accounts SET credentials_version = credentials_version + 1, credentials_changed_at = $2, updated_at = now()
+     WHERE id = $1 RETURNING ${columns}`,
+    [id, at],
   )
   return rows[0] ?? null
 }

@@ -30,6 +30,8 @@ export const TABLE_PRIVILEGES = {
   login_failures: ['SELECT', 'INSERT', 'DELETE'],
   // Networks each account logged in from, refreshed on every success and pruned when old.
   login_successes: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+  // Logged-out tokens, deleted once expired.
+  ended_tokens: ['SELECT', 'INSERT', 'DELETE'],
 } as const satisfies Record<string, readonly TablePrivilege[]>
 
 /** The role the service connects as lacks privileges it needs (each as `PRIVILEGE ON object`). */

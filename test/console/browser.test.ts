@@ -267,9 +267,13 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.ok(await page.getByRole('group', { name: 'Pedidos' }).isVisible(), 'catalog groups in Spanish, from the API')
     await page.screenshot({ path: join(shots, 'sub-roles-es.png') })
     await page.getByLabel('Idioma').selectOption('en')
+    const signedOut = await page.evaluate(() => sessionStorage.getItem('aps.console.token'))
+    t.equal((await apiCall('GET', '/v2/profile', signedOut)).status, 200, 'the token works before signing out')
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.getByRole('button', { name: 'Sign in' }).waitFor()
     t.equal(await page.evaluate(() => sessionStorage.getItem('aps.console.token')), null, 'signing out forgets the token')
+    const refused = await apiCall('GET', '/v2/profile', signedOut)
+    t.match({ status: refused.status, code: (refused.json as unknown as { response_code?: string }).response_code }, { status: 401, code: '204' }, 'and ends it on the server')
   })
 
   await t.test('a merchant admin sees its merchant only', async (t) => {

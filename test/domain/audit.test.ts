@@ -10,6 +10,8 @@ import {
   catalogEntry,
   deactivatedEntry,
   denyEntry,
+  loggedOutEntry,
+  loggedOutEverywhereEntry,
   grantEntry,
   onboardEntry,
   overrideExpiredEntry,
@@ -80,6 +82,8 @@ const cases: Array<[string, AuditEntry, AuditEntry]> = [
   ['deactivated', deactivatedEntry(owner, admin), account('deactivated', owner.id, 'global', null, admin)],
   ['reactivated', reactivatedEntry(clerk, merchantAdmin), account('reactivated', clerk.id, 'm1', 'm1', merchantAdmin)],
   ['password_changed: by the account itself', passwordChangedEntry(clerk, merchantAdmin), account('password_changed', clerk.id, 'm1', 'm1', merchantAdmin)],
+  ['logged_out: by the account itself', loggedOutEntry(clerk, merchantAdmin), account('logged_out', clerk.id, 'm1', 'm1', merchantAdmin)],
+  ['logged_out_everywhere', loggedOutEverywhereEntry(owner, admin), account('logged_out_everywhere', owner.id, 'global', null, admin)],
   ['password_reset: by the service', passwordResetEntry(owner), account('password_reset', owner.id, 'global', null, SYSTEM_ACTOR)],
   [
     'sub_role_created by a merchant admin: in its merchant',

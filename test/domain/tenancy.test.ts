@@ -29,6 +29,7 @@ function account(tenant: Tenant): Account {
     status: 'active',
     credentials_version: 1,
     must_change_password: false,
+    credentials_changed_at: null,
   }
 }
 

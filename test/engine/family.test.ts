@@ -77,6 +77,7 @@ const ACCOUNTS: Account[] = USERS.map((id) => ({
   created_at: new Date(0),
   status: 'active',
   credentials_version: 1,
+  credentials_changed_at: null,
 })) as Account[]
 const accounts: AccountSource = {
   peek: (id) => ACCOUNTS.find((a) => a.id === id),

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { gatewayFastPath } from '../../src/http/gatewayFastPath.js'
 import { MAX_FAST_BATCH_BYTES } from '../../src/http/checkBatchFastPath.js'
-import { cachedAccount, type TokenClaims } from '../../src/http/plugins/authentication.js'
+import { cachedAccount, credentialsRule, type TokenClaims } from '../../src/http/plugins/authentication.js'
 import { VerifiedTokenCache } from '../../src/http/plugins/tokenCache.js'
 import { ServiceMetrics } from '../../src/http/serviceMetrics.js'
 import { RouteMap } from '../../src/domain/routeMap.js'
@@ -207,7 +207,7 @@ t.test('the fast path takes only the common case: a cached token, a plain query,
     routeMap: new RouteMap(ta.service.config.routeMap ?? []),
     metrics,
     replica: { isStale: () => stale, revisionText: '7' },
-    cachedAccount: (header) => cachedAccount(verified, ta.service.accounts, header),
+    cachedAccount: (header) => cachedAccount(verified, ta.service.accounts, credentialsRule('secret'), header),
     stopping: () => stopping,
   })
   // Whatever the fast path declines is answered 599 here, where Fastify would take it, with the body Fastify would read.

@@ -28,7 +28,7 @@ import { BODY_LIMIT } from '../../src/http/app.js'
 import type { Account } from '../../src/domain/principals.js'
 import { ROOT_EMAIL, TEST_SECRET, backend, buildTestApp, buildTestService, onboard, register, type TestApp } from '../helper.js'
 import { INTERNALS, errorShapeProblems } from '../support/envelope.js'
-import { nowSeconds, rawToken, sign } from '../support/jwt.js'
+import { decodePayload, nowSeconds, rawToken, sign } from '../support/jwt.js'
 import { apiRoutes, changedTables, cheapPasswords, declaredRoutes, fingerprint, type DeclaredRoute, type SchemaNode } from '../support/security.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
@@ -560,6 +560,15 @@ function describe(c: FuzzCase, url: string, res?: LightMyRequestResponse): strin
   ].join('\n  ')
 }
 
+const LOGOUT = '/v2/auth/logout'
+
+/** A fresh token of the account a valid `Bearer` header names, under its credentials as they are now. */
+function freshBearer(ta: TestApp, header: string | undefined): string {
+  const account = ta.service.accounts.peek(String(decodePayload((header ?? '').slice('Bearer '.length)).sub))
+  if (account === undefined) throw new Error('a valid caller names a known account')
+  return `Bearer ${ta.tokenFor(account)}`
+}
+
 const prototypeKeys = (): string => Object.getOwnPropertyNames(Object.prototype).sort().join(',')
 
 interface RouteTally {
@@ -592,13 +601,15 @@ t.test(`fuzzing every declared route (${backend})`, async (t) => {
       const sent = [url, decodedOrRaw(url), typeof c.body.payload === 'string' ? c.body.payload : '', ...Object.values(c.headers)].join('\n')
       // An answer may name the field or path it refuses: a request that itself looks like internals proves nothing.
       fc.pre(!INTERNALS.test(sent))
+      // A logout ends the token it is sent with (or all of the account's): each case sends a token of its own.
+      const authorization = route.url === LOGOUT && c.credential.valid ? freshBearer(ta, c.credential.header) : c.credential.header
       const send = (method: string) =>
         ta.app.inject({
         method: method as 'GET',
         url,
         headers: {
           ...c.headers,
-          ...(c.credential.header !== undefined ? { authorization: c.credential.header } : {}),
+          ...(authorization !== undefined ? { authorization } : {}),
           ...(c.body.contentType !== undefined ? { 'content-type': c.body.contentType } : {}),
         },
         ...(c.body.payload !== undefined ? { payload: c.body.payload } : {}),
@@ -638,6 +649,8 @@ t.test(`fuzzing every declared route (${backend})`, async (t) => {
       const replay = /\{ seed: [^}]*\}/.exec((error as Error).message)?.[0] ?? ''
       t.fail(`${tally.route}: ${failure ?? (error as Error).message.slice(0, 2000)}\n  replay: ${replay}`)
     }
+    // A logout everywhere ended the callers' own tokens too: later routes are fuzzed with fresh ones.
+    if (route.url === LOGOUT) for (const credential of w.credentials.filter((c) => c.valid)) credential.header = freshBearer(ta, credential.header)
     // Later routes are fuzzed with the same callers: say so if one of them no longer gets in.
     for (const credential of w.credentials.filter((c) => c.valid && !lockedOut.has(c.label))) {
       const res = await ta.app.inject({ method: 'GET', url: '/v2/profile', headers: { authorization: credential.header ?? '' } })

@@ -11,6 +11,7 @@ import { insertCatalogEntry, listCatalog, updateCatalogEntry } from '../../src/s
 import { readChangesAfter, recordChange, writeCommitted } from '../../src/storage/changes.js'
 import type { Database } from '../../src/storage/db.js'
 import { admitLoginAttempt, clearLoginFailures, recordLoginSuccess } from '../../src/storage/loginFailures.js'
+import { deleteExpiredEndedTokens, insertEndedToken, listEndedTokens } from '../../src/storage/endedTokens.js'
 import { insertMerchant, listMerchants, merchantExists } from '../../src/storage/merchants.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { deleteOverride, iterateOverrides, setOverride, sweepExpiredOverrides } from '../../src/storage/overrides.js'
@@ -124,18 +125,27 @@ for (const backend of backends) {
       t.equal(await accounts.countAccounts(db), before + 1)
       t.equal(await accounts.findAccountById(db, randomUUID()), null)
 
-      const changed = await db.transaction((tx) => accounts.setStatus(tx, account.id, 'deactivated'))
+      t.equal(account.credentials_changed_at, null, 'credentials never changed')
+      const deactivatedAt = new Date('2030-01-01T00:00:01.250Z')
+      const changed = await db.transaction((tx) => accounts.setStatus(tx, account.id, 'deactivated', deactivatedAt))
       t.equal(changed?.status, 'deactivated')
       t.equal(account.must_change_password, false, 'a new account chose its password')
-      const password = await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other', true))
+      t.equal(changed?.credentials_changed_at?.getTime(), deactivatedAt.getTime(), 'a status change notes its instant, to the millisecond')
+      const changedAgain = new Date('2030-01-01T00:00:02Z')
+      const password = await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other', changedAgain, true))
       t.ok((password?.credentials_version ?? 0) > account.credentials_version, 'a new password bumps the credentials version')
+      t.equal(password?.credentials_changed_at?.getTime(), changedAgain.getTime(), 'and notes its instant')
       t.equal(password?.must_change_password, true, 'a generated password is marked to be changed')
-      t.equal((await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other', false)))?.must_change_password, false, 'a chosen one clears the mark')
+      const chosen = await db.transaction((tx) => accounts.setPassword(tx, account.id, 'other', changedAgain, false))
+      t.equal(chosen?.must_change_password, false, 'a chosen one clears the mark')
+      const ended = await db.transaction((tx) => accounts.endAllTokens(tx, account.id, new Date('2030-01-01T00:00:03Z')))
+      t.equal(ended?.credentials_version, (chosen?.credentials_version ?? 0) + 1, 'ending every token bumps it too')
+      t.equal(ended?.credentials_changed_at?.toISOString(), '2030-01-01T00:00:03.000Z', 'and notes its instant')
       t.equal((await accounts.findAccountWithHash(db, account.id))?.password_hash, 'other')
       await db.query("INSERT INTO sub_roles (code) VALUES ('auditor') ON CONFLICT DO NOTHING")
       const moved = await db.transaction((tx) => accounts.setSubRole(tx, account.id, 'auditor'))
       t.same({ now: moved?.account.sub_role_code, previous: moved?.previous }, { now: 'auditor', previous: 'operator' })
-      t.equal(await db.transaction((tx) => accounts.setStatus(tx, randomUUID(), 'active')), null, 'no row: null')
+      t.equal(await db.transaction((tx) => accounts.setStatus(tx, randomUUID(), 'active', new Date())), null, 'no row: null')
     })
 
     t.test('accounts: the list filters, pages and counts; iterate reads them all', async (t) => {
@@ -159,6 +169,26 @@ for (const backend of backends) {
       const root = await newAccount(db, { sub_role_code: 'super_admin' })
       t.ok(await accounts.systemSuperAdminExists(db))
       t.equal(await db.transaction((tx) => accounts.otherActiveSystemRoots(tx, root.id)), 0, 'the only system root has no other')
+    })
+
+    t.test('ended tokens: recorded once, listed until they expire, deleted once expired', async (t) => {
+      const account = await newAccount(db)
+      const now = new Date('2030-01-01T00:00:00Z')
+      const [soon, later] = [unique('soon'), unique('later')]
+      await db.transaction(async (tx) => {
+        await insertEndedToken(tx, soon, account.id, new Date(now.getTime() + 1000))
+        await insertEndedToken(tx, soon, account.id, new Date(now.getTime() + 1000))
+        await insertEndedToken(tx, later, account.id, new Date(now.getTime() + 60_000))
+      })
+      const listed = async (at: Date) => {
+        const rows = (await listEndedTokens(db, at)).filter((r) => r.jti === soon || r.jti === later)
+        return rows.sort((a, b) => a.expiresAt - b.expiresAt)
+      }
+      t.same(await listed(now), [{ jti: soon, expiresAt: now.getTime() + 1000 }, { jti: later, expiresAt: now.getTime() + 60_000 }], 'both, once each')
+      t.same((await listed(new Date(now.getTime() + 1000))).map((r) => r.jti), [later], 'not past its expiry')
+      await db.transaction((tx) => deleteExpiredEndedTokens(tx, new Date(now.getTime() + 1000)))
+      const { rows } = await db.query<{ jti: string }>('SELECT jti FROM ended_tokens WHERE jti = ANY($1)', [[soon, later]])
+      t.same(rows.map((r) => r.jti), [later], 'the expired row is deleted, the other kept')
     })
 
     t.test('merchants: insert once, exists, list by prefix with admin counts', async (t) => {

@@ -57,6 +57,15 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     errors: ['LOGIN_UNAVAILABLE', 'BAD_CREDENTIALS', 'RATE_LIMITED', 'STORAGE_UNAVAILABLE'],
     notes: { RATE_LIMITED: 'too many attempts from this address, or too many failures for this e-mail from this address or in all (`Retry-After` says when to try again)' },
   },
+  'POST /v2/auth/logout': {
+    operationId: 'logout',
+    summary: 'End the presented token, or every token of the account.',
+    description:
+      'From then on the token is refused (401 `204`) on every route and every server, forward auth and checks included, within the staleness bound (`MAX_STALENESS_MS`). It is remembered until it would have expired, and no longer. `everywhere: true` ends every token issued to the account until now (401 `201` afterwards), an external issuer\'s included; so does the logout of a token without a `jti`, which cannot be told apart from the others.',
+    returns: 'the revision of the logout',
+    data: 'LoggedOut',
+    errors: [],
+  },
 
   'GET /v2/profile': {
     operationId: 'get-profile',

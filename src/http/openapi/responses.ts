@@ -47,7 +47,7 @@ export function routeErrors(route: Pick<RouteOptions, 'method' | 'url' | 'config
   if (config.rateLimit !== undefined && config.rateLimit !== false) errors.push('RATE_LIMITED')
   if (config.public === true) return errors
   // An account not in this server's memory yet is read from the store while authenticating.
-  errors.push('UNAUTHENTICATED', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'STORAGE_UNAVAILABLE')
+  errors.push('UNAUTHENTICATED', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_ENDED', 'STORAGE_UNAVAILABLE')
   if (config.principalTypes !== undefined) errors.push('PRINCIPAL_TYPE_DENIED')
   if (config.permission !== undefined) errors.push('PERMISSION_DENIED')
   const revision = revisionChecks(route)

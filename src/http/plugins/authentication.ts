@@ -9,6 +9,7 @@ import type { Config } from '../../config.js'
 import { ServiceError } from '../../domain/errors.js'
 import { normaliseIp } from '../../domain/clientIp.js'
 import { PRINCIPAL_TYPES, type PrincipalType } from '../../domain/principals.js'
+import { issuedAfterCredentialsChange } from '../../domain/sessions.js'
 import type { AccountDirectory } from '../../storage/accountDirectory.js'
 import { VerifiedTokenCache } from './tokenCache.js'
 
@@ -19,6 +20,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     caller: Caller | null
+    /** The verified claims of the caller's token (a logout reads which token to end). */
+    claims: TokenClaims | null
   }
 }
 
@@ -86,6 +89,10 @@ export interface TokenClaims {
   exp?: unknown
   /** The account's credentials version when the token was issued (absent: 0). */
   cv?: unknown
+  /** When it was issued (seconds): what an external issuer's token is judged by. */
+  iat?: unknown
+  /** The token's own id: a logout ends it by this. */
+  jti?: unknown
 }
 
 export const BEARER_PREFIX = 'Bearer '
@@ -107,34 +114,61 @@ function wellFormed(claims: TokenClaims): claims is TokenClaims & { sub: string 
 }
 
 /**
- * Whether verified claims may act as this account: type and merchant agree,
- * and the account is active with the credentials version the token was
- * issued under. Checked on every request against the account in memory (kept
- * in step on every server by the change feed), so a deactivation or a
- * password change refuses tokens at once, cached ones included.
+ * Whether a token's credentials are the account's current ones. Our own
+ * tokens carry the credentials version they were issued under; an external
+ * issuer's carry none, so their issue time is compared with the account's
+ * last change of credentials (src/domain/sessions.ts). Chosen once, from the
+ * configured key.
  */
-function agrees(claims: TokenClaims, account: Account): boolean {
+export type CredentialsRule = (claims: TokenClaims, account: Account) => boolean
+
+const byVersion: CredentialsRule = (claims, account) => (typeof claims.cv === 'number' ? claims.cv : 0) === account.credentials_version
+const byIssueTime: CredentialsRule = (claims, account) => issuedAfterCredentialsChange(claims.iat, account.credentials_changed_at)
+
+export function credentialsRule(mode: Config['jwt']['mode']): CredentialsRule {
+  return mode === 'secret' ? byVersion : byIssueTime
+}
+
+/** Whether the token was logged out by itself (a logout everywhere moves the account's credentials instead). */
+function loggedOut(claims: TokenClaims, accounts: AccountDirectory): boolean {
+  return typeof claims.jti === 'string' && accounts.tokenEnded(claims.jti)
+}
+
+/**
+ * Whether verified claims may act as this account: type and merchant agree,
+ * and the account is active with the credentials the token was issued
+ * under. Checked on every request against the account in memory (kept in
+ * step on every server by the change feed), so a deactivation, a password
+ * change or a logout refuses tokens at once, cached ones included.
+ */
+function agrees(claims: TokenClaims, account: Account, current: CredentialsRule): boolean {
   const tokenMerchant = typeof claims.merchant_id === 'string' ? claims.merchant_id : null
   return (
     account.principal_type === claims.principal_type &&
     account.merchant_id === tokenMerchant &&
     account.status === 'active' &&
-    (typeof claims.cv === 'number' ? claims.cv : 0) === account.credentials_version
+    current(claims, account)
   )
 }
 
 /**
  * The account an `Authorization` header admits without any asynchronous
- * step: its token verified before (in the cache) and its account in memory
- * and agreeing. Undefined otherwise: the request then takes the routes'
- * own authentication, which verifies, looks up or refuses with its envelope.
+ * step: its token verified before (in the cache), not logged out, and its
+ * account in memory and agreeing. Undefined otherwise: the request then
+ * takes the routes' own authentication, which verifies, looks up or refuses
+ * with its envelope.
  */
-export function cachedAccount(verified: VerifiedTokenCache<TokenClaims>, accounts: AccountDirectory, header: string | undefined): Account | undefined {
+export function cachedAccount(
+  verified: VerifiedTokenCache<TokenClaims>,
+  accounts: AccountDirectory,
+  current: CredentialsRule,
+  header: string | undefined,
+): Account | undefined {
   if (header === undefined) return undefined
   const claims = verified.get(header)
-  if (claims === undefined || !wellFormed(claims)) return undefined
+  if (claims === undefined || !wellFormed(claims) || loggedOut(claims, accounts)) return undefined
   const account = accounts.peek(claims.sub)
-  return account !== undefined && agrees(claims, account) ? account : undefined
+  return account !== undefined && agrees(claims, account, current) ? account : undefined
 }
 
 /**
@@ -145,12 +179,16 @@ export function cachedAccount(verified: VerifiedTokenCache<TokenClaims>, account
 const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (app, options) => {
   await app.register(jwt, jwtOptions(options))
   app.decorateRequest('caller', null)
+  app.decorateRequest('claims', null)
   const verified = options.verified ?? new VerifiedTokenCache<TokenClaims>()
+  const current = credentialsRule(options.config.jwt.mode)
 
-  /** Accepts the claims when they name an account that agrees with them. */
+  /** Accepts the claims when they were not logged out and name an account that agrees with them. */
   const admit = (request: FastifyRequest, claims: TokenClaims, account: Account | null): void => {
-    if (account === null || !agrees(claims, account)) throw new ServiceError('INVALID_TOKEN')
+    if (loggedOut(claims, options.accounts)) throw new ServiceError('SESSION_ENDED')
+    if (account === null || !agrees(claims, account, current)) throw new ServiceError('INVALID_TOKEN')
     request.caller = new RequestCaller(account, request)
+    request.claims = claims
   }
 
   /** First sight of a token, or an account not in memory yet: verify and look up asynchronously. */
@@ -212,6 +250,13 @@ export function asArray<T>(value: T | T[] | undefined): T[] {
 }
 
 export default fp(authenticationPlugin, { fastify: '5.x', name: 'authentication' })
+
+/** The token of the request's caller: its id (null when the issuer gave it none) and its expiry (epoch milliseconds). */
+export function tokenOf(request: FastifyRequest): { jti: string | null; expiresAt: number } {
+  const claims = request.claims
+  if (claims === null || typeof claims.exp !== 'number') throw new ServiceError('UNAUTHENTICATED')
+  return { jti: typeof claims.jti === 'string' ? claims.jti : null, expiresAt: claims.exp * 1000 }
+}
 
 /** The authenticated caller of a route that is not public. */
 export function callerOf(request: FastifyRequest): Caller {

@@ -1,11 +1,14 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
+import type { CommandContext } from '../../commands/context.js'
 import { AccountLoginLimitedError, login, type LoginContext } from '../../commands/login.js'
+import { logout } from '../../commands/logout.js'
 import { normaliseIp } from '../../domain/clientIp.js'
 import { ServiceError } from '../../domain/errors.js'
 import { success } from '../envelope.js'
-import { CommandBody, Email, Lang, responses } from '../schemas/common.js'
+import { callerOf, tokenOf } from '../plugins/authentication.js'
+import { CommandBody, Email, Lang, bearer, responses } from '../schemas/common.js'
 
 const LoginBody = CommandBody(
   'login',
@@ -18,6 +21,20 @@ const TokenData = Type.Object({
   expires_in: Type.Integer(),
 })
 
+const LogoutBody = CommandBody(
+  'logout',
+  Type.Object(
+    {
+      everywhere: Type.Optional(
+        Type.Boolean({ description: 'End every token of the account, not only the one presented (default false).' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  { everywhere: false },
+)
+const LoggedOut = Type.Object({ revision: Type.Integer() })
+
 /** Runs a password check; when the account's login limit refuses it, the 429 says when to try again. */
 export async function withRetryAfter<T>(reply: FastifyReply, check: () => Promise<T>): Promise<T> {
   try {
@@ -29,7 +46,7 @@ export async function withRetryAfter<T>(reply: FastifyReply, check: () => Promis
   }
 }
 
-export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMinute: number }> = async (app, options) => {
+export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMinute: number; ctx: CommandContext }> = async (app, options) => {
   app.post(
     '/v2/auth/login',
     {
@@ -55,5 +72,20 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ login: LoginContext; perMin
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
       return success(token)
     },
+  )
+
+  // Any valid token may end itself: refused with 401 on every route and replica from then on.
+  app.post(
+    '/v2/auth/logout',
+    {
+      schema: {
+        tags: ['auth'],
+        security: bearer,
+        querystring: Type.Object({ lang: Lang }),
+        body: LogoutBody,
+        response: responses(200, LoggedOut, [413, 415]),
+      },
+    },
+    async (request) => success(await logout(options.ctx, callerOf(request), tokenOf(request), request.body.data.everywhere === true)),
   )
 }
