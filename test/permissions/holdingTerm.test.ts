@@ -10,19 +10,11 @@ import { holdsUntil } from '../../src/commands/permissionContext.js'
 import { buildTestApp, onboard, register, type TestApp } from '../helper.js'
 import { eventually } from '../support/eventually.js'
 import { ManualClock } from '../support/manualClock.js'
+import { roleCommand, userCommand } from '../support/permissionCommands.js'
 
 const HOUR = 3_600_000
 
-const userCommand = (ta: TestApp, verb: 'grant' | 'deny' | 'revoke', user: Account, data: Record<string, unknown>, token = ta.rootToken) =>
-  ta.call({
-    method: verb === 'revoke' ? 'DELETE' : 'POST',
-    url: `/v2/admin/permissions/users/${user.id}/${verb}`,
-    token,
-    body: { command: `${verb}-user-permission`, data },
-  })
-
-const roleGrant = (ta: TestApp, role: string, data: Record<string, unknown>, token = ta.rootToken) =>
-  ta.call({ method: 'POST', url: `/v2/admin/permissions/roles/${role}/grant`, token, body: { command: 'grant-role-permission', data } })
+const roleGrant = (ta: TestApp, role: string, data: Record<string, unknown>, token = ta.rootToken) => roleCommand(ta, 'grant', role, data, token)
 
 const allowed = async (ta: TestApp, user: Account, obj: string, act: string) => {
   const res = await ta.call({ method: 'GET', url: `/v2/authz/check?obj=${obj}&act=${act}&user_id=${user.id}` })
