@@ -120,7 +120,7 @@ t.test('a deny is lifted only within the caller’s own holding term', async (t)
 
   expect(t, await userCommand(ta, 'deny', clerk, refund, ownerToken), 200, '001', 'denied for good again')
   expect(t, await userCommand(ta, 'revoke', clerk, refund, ownerToken), 200, '001', 'a root caller lifts any deny')
-  expect(t, await userCommand(ta, 'deny', clerk, refund, ownerToken), 200, '001')
+  expect(t, await userCommand(ta, 'deny', clerk, refund, ownerToken), 200, '001', 'and denied for good once more')
   t.equal((await roleGrant(ta, 'manager', { ...refund, domain: 'm1' })).statusCode, 200, 'the manager now holds the pair for good')
   expect(t, await userCommand(ta, 'revoke', clerk, refund, token), 200, '001', 'and lifts the permanent deny')
 })
