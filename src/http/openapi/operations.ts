@@ -238,6 +238,8 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /v2/admin/permissions/catalog': {
     operationId: 'get-permission-catalog',
     summary: 'List the permission catalog.',
+    description:
+      "Each entry's `scope` is `platform` for a pair only system-owner users can ever use (`merchant:onboard`): it is granted, denied and overridden only in `global` and never for a merchant user (400 `111`), and no merchant user holds it, whatever the rows say. Every other pair is `any`.",
     returns: 'every catalog entry, active or not',
     data: 'PermissionCatalog',
     errors: [],
