@@ -2,7 +2,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, PairSelect, errorText, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
 
 /** Sub-role codes known in the caller's home domain, for the pickers (free text stays possible). */
 function SubRoleOptions({ id }) {
@@ -172,7 +172,7 @@ function OverrideForm({ user, domain, catalog, onDone }) {
     <h3 id="overrides-heading">${t('overrides')}</h3>
     <form onSubmit=${submit} class="grid">
       <label for="ov-pair">${t('permission')}</label>
-      <${PairSelect} id="ov-pair" catalog=${catalog} value=${pair} onChange=${setPair} />
+      <${PairSelect} id="ov-pair" catalog=${grantableIn(catalog, domain, user)} value=${pair} onChange=${setPair} />
       <label for="ov-effect">${t('effect')}</label>
       <select id="ov-effect" name="effect">
         <option value="grant">${t('grant')}</option>

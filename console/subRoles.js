@@ -3,7 +3,7 @@
 import { html, useContext, useEffect, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, errorText, homeDomain, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, homeDomain, useCatalog, useFormAction, useLoad } from './ui.js'
 
 function CreateSubRole({ onDone }) {
   const { t } = useContext(Ctx)
@@ -83,7 +83,7 @@ function Matrix({ role, domain }) {
   }
   const editable = !granted.is_root && (can('permission:assign') || can('permission:revoke'))
   const groups = new Map()
-  for (const entry of catalog) groups.set(entry.group_name, [...(groups.get(entry.group_name) ?? []), entry])
+  for (const entry of grantableIn(catalog, granted.domain)) groups.set(entry.group_name, [...(groups.get(entry.group_name) ?? []), entry])
   return html`<section aria-labelledby="matrix-heading">
     <h3 id="matrix-heading">${t('matrix', { code: role.code, domain: granted.domain })}</h3>
     ${granted.is_root ? html`<p>${t('rootHoldsAll')}</p>` : null}

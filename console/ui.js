@@ -97,6 +97,14 @@ export function useCatalog() {
   return data === null ? null : data.items.filter((e) => e.is_active)
 }
 
+/**
+ * The pairs that can be granted, denied or overridden in `domain` (for
+ * `user`, when an account is the target): `platform` pairs only in `global`
+ * and never for a merchant account, which the API refuses (code 111).
+ */
+export const grantableIn = (catalog, domain, user = null) =>
+  catalog.filter((e) => e.scope !== 'platform' || (domain === 'global' && user?.principal_type !== 'merchant'))
+
 /** A select of catalog pairs (`obj:act`), grouped as the catalog groups them. */
 export function PairSelect({ id, catalog, value, onChange }) {
   const groups = new Map()

@@ -9,7 +9,7 @@ import { previewChanges, roleReach, type AccessPreview } from '../engine/preview
 import { currentRevision } from '../storage/revision.js'
 import type { Caller, CommandContext } from './context.js'
 import { DEFAULT_PAGE_SIZE } from './getAuditLog.js'
-import { assertDomainExists, type PairInput } from './permissionContext.js'
+import { assertDomainExists, currentOverride, type PairInput } from './permissionContext.js'
 import { checkSubject, type CheckContext, type CheckQuery, type CheckResult } from './permissionQueries.js'
 
 /** A grant, deny or revoke command's data may ask for a preview instead of the change. */
@@ -123,7 +123,7 @@ export async function previewUserOverride(
   effect: 'allow' | 'deny' | null,
 ): Promise<PreviewOutcome> {
   const row = (eft: string) => [target.id, domain, input.obj, input.act, eft]
-  const previous = (['allow', 'deny'] as const).find((eft) => ctx.engine.policy.hasPolicy(row(eft)) === true) ?? null
+  const previous = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)?.effect ?? null
   const changes: RuleChange[] = []
   if (previous !== null && previous !== effect) changes.push({ op: 'remove', rule: row(previous) })
   if (effect !== null && previous !== effect) changes.push({ op: 'add', rule: row(effect) })

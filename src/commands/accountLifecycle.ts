@@ -95,11 +95,13 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
  */
 export async function setAccountStatus(ctx: CommandContext, caller: Caller, userId: string, status: AccountStatus): Promise<AccountChange> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
-  const callerIsRoot = isRootAccount(ctx.engine, caller.account)
-  if (isRootAccount(ctx.engine, target) && !callerIsRoot) {
-    throw new ServiceError('PRIVILEGE_ESCALATION', { domain: homeDomain(target) })
-  }
-  assertMayChangeAccount({ callerIsRoot, heldByTargetOnly: heldByTargetOnly(ctx, caller, target), newSubRoleBeyondCaller: [], domain: homeDomain(target) })
+  assertMayChangeAccount({
+    callerIsRoot: isRootAccount(ctx.engine, caller.account),
+    targetRoot: isRootAccount(ctx.engine, target) ? target.sub_role_code : null,
+    heldByTargetOnly: heldByTargetOnly(ctx, caller, target),
+    newSubRoleBeyondCaller: [],
+    domain: homeDomain(target),
+  })
   const outcome = await ctx.writes.run(async (tx) => {
     if (status === 'deactivated' && target.principal_type === 'system_owner' && isRootAccount(ctx.engine, target)) {
       if ((await otherActiveSystemRoots(tx, target.id)) === 0) throw new ServiceError('LAST_SYSTEM_OWNER')

@@ -49,7 +49,13 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
   // Role grants never expire: a caller holding the pair only until an override of its own expires may not give it to a role.
-  assertMayGrant({ ...callerStanding(ctx, caller, domain, input), expiresAt: null, targetIsRoot: isRootSubRole(ctx.engine, subRole), targetRole: subRole })
+  assertMayGrant({
+    ...callerStanding(ctx, caller, domain, input),
+    expiresAt: null,
+    targetIsRoot: isRootSubRole(ctx.engine, subRole),
+    targetIsMerchantUser: false,
+    targetRole: subRole,
+  })
   await assertSubRoleKnown(ctx, subRole)
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'grant')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'grant')
@@ -59,6 +65,7 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
 export async function revokeRolePermission(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput & DryRun): Promise<RoleChange> {
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
+  // Only the role's allow row is removed: a role's deny is lifted by no command.
   assertMayRevoke(callerStanding(ctx, caller, domain, input))
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'revoke')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'revoke')

@@ -98,7 +98,7 @@ async function lineContext(
     const account = ctx.accounts.peek(id) ?? (await findAccountById(q, id))
     if (account !== null) accounts.set(id, account)
   }
-  return { scope, merchants, accounts, isActive: (obj, act) => ctx.engine.isActive(obj, act), roots: ctx.engine, stored, now, fileExpiry }
+  return { scope, merchants, accounts, isActive: (obj, act) => ctx.engine.isActive(obj, act), pairScope: (obj, act) => ctx.engine.catalogEntry(obj, act)?.scope ?? 'any', roots: ctx.engine, stored, now, fileExpiry }
 }
 
 interface Plan {

@@ -1,6 +1,6 @@
 import { ServiceError } from '../domain/errors.js'
 import { GLOBAL_DOMAIN } from '../domain/principals.js'
-import type { GrantCheck } from '../domain/grantRules.js'
+import type { GrantCheck, OverrideTerm } from '../domain/grantRules.js'
 import type { RuleChange } from '../engine/decisionIndex.js'
 import type { PermissionEngine, Subject } from '../engine/engine.js'
 import type { Queryable } from '../storage/db.js'
@@ -53,15 +53,22 @@ export function holdsUntil(engine: PermissionEngine, subject: Subject, domain: s
   return null
 }
 
+/** The user's override of the pair in `domain` as memory holds it, or null. */
+export function currentOverride(engine: PermissionEngine, userId: string, domain: string, obj: string, act: string): OverrideTerm | null {
+  const effect = (['allow', 'deny'] as const).find((eft) => engine.policy.hasPolicy([userId, domain, obj, act, eft]) === true)
+  return effect === undefined ? null : { effect, expiresAt: engine.overrideExpiresAt(userId, domain, obj, act) }
+}
+
 /** What the grant rules need to know about the caller and the pair in the target domain. */
 export function callerStanding(
   ctx: Pick<CommandContext, 'engine'>,
   caller: Caller,
   domain: string,
   input: PairInput,
-): Omit<GrantCheck, 'targetIsRoot' | 'targetRole' | 'expiresAt'> {
+): Omit<GrantCheck, 'targetIsRoot' | 'targetIsMerchantUser' | 'targetRole' | 'expiresAt'> {
   return {
     active: ctx.engine.isActive(input.obj, input.act),
+    scope: ctx.engine.catalogEntry(input.obj, input.act)?.scope ?? 'any',
     callerIsRoot: isRootAccount(ctx.engine, caller.account),
     callerHolds: ctx.engine.decide(caller.account, domain, input.obj, input.act),
     callerHoldsUntil: holdsUntil(ctx.engine, caller.account, domain, input.obj, input.act),

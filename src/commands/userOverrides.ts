@@ -1,4 +1,4 @@
-import { assertMayGrant, assertMayRevoke } from '../domain/grantRules.js'
+import { assertMayGrant, assertMayRevoke, liftedDeny } from '../domain/grantRules.js'
 import type { Account } from '../domain/principals.js'
 import { assertOverrideDomain, assertReachable, userDomain } from '../domain/tenancy.js'
 import { ServiceError } from '../domain/errors.js'
@@ -8,7 +8,7 @@ import type { AccessPreview } from '../engine/preview.js'
 import { previewUserOverride, type DryRun } from './accessReview.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { overrideExpired } from './sweepExpiredOverrides.js'
-import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
+import { assertDomainExists, callerStanding, currentOverride, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 import { isRootAccount } from '../domain/root.js'
 
@@ -58,11 +58,14 @@ export async function setUserPermission(
 ): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
   const expiresAt = expiryOf(ctx, input)
+  const current = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)
   assertMayGrant({
     ...callerStanding(ctx, caller, domain, input),
     expiresAt: expiresAt?.getTime() ?? null,
     targetIsRoot: isRootAccount(ctx.engine, target),
+    targetIsMerchantUser: target.principal_type === 'merchant',
     targetRole: target.sub_role_code,
+    liftedDenyUntil: liftedDeny(current, { effect, expiresAt: expiresAt?.getTime() ?? null }),
   })
   if (input.dry_run === true) {
     const { changed, revision, preview } = await previewUserOverride(ctx, target, input, domain, effect)
@@ -101,7 +104,8 @@ export async function setUserPermission(
 /** revoke-user-permission: removes the user's override for the pair, allow or deny; role grants stay. */
 export async function revokeUserPermission(ctx: CommandContext, caller: Caller, userId: string, input: PairInput & DryRun): Promise<UserChange> {
   const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
-  assertMayRevoke(callerStanding(ctx, caller, domain, input))
+  const current = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)
+  assertMayRevoke({ ...callerStanding(ctx, caller, domain, input), liftedDenyUntil: liftedDeny(current, null) })
   if (input.dry_run === true) {
     const { changed, revision, preview } = await previewUserOverride(ctx, target, input, domain, null)
     return { changed, revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect: null, expires_at: null, preview }

@@ -25,7 +25,7 @@ export function planCatalogSync(stored: readonly CatalogEntry[], declared: reado
   const plan: CatalogSyncPlan = { next: [], events: [], inserted: [], updated: [] }
   for (const d of declared) {
     const current = byKey.get(permissionName(d))
-    const entry: CatalogEntry = { obj: d.obj, act: d.act, label: d.label, group_name: d.group, is_active: true }
+    const entry: CatalogEntry = { obj: d.obj, act: d.act, label: d.label, group_name: d.group, is_active: true, scope: d.scope ?? 'any' }
     plan.next.push(entry)
     if (current === undefined) {
       plan.events.push({ event: 'catalog_added', entry })

@@ -35,6 +35,11 @@ export const errorTable = {
   ROOT_ROLE_NOT_CHANGEABLE: { status: 400, responseCode: '108', meaning: '`super_admin` cannot be given or taken away by a sub-role change' },
   CURRENT_PASSWORD_WRONG: { status: 400, responseCode: '109', meaning: 'the current password is wrong (`errors` names `current_password`)' },
   EXPIRY_NOT_IN_FUTURE: { status: 400, responseCode: '110', meaning: "an override's `expires_at` is not in the future" },
+  PLATFORM_PERMISSION_IN_MERCHANT: {
+    status: 400,
+    responseCode: '111',
+    meaning: 'a grant, deny or override of a `platform` pair (catalog `scope`: system-owner users only) in a merchant domain or for a merchant user',
+  },
   UNAUTHENTICATED: { status: 401, responseCode: '200', meaning: 'no token' },
   INVALID_TOKEN: {
     status: 401,
@@ -51,13 +56,19 @@ export const errorTable = {
     status: 403,
     responseCode: '302',
     meaning:
-      'granting or denying what the caller does not hold itself in that domain, or past the instant its own holding expires; or changing an account that holds what the caller does not',
+      'granting or denying what the caller does not hold itself in that domain, or past the instant its own holding expires; lifting a deny (a revoke, or an override replacing it) that would have counted past that instant; registering an account, or moving one, into a sub-role holding what the caller does not hold there for good',
   },
   ORIGINAL_PATH_AMBIGUOUS: {
     status: 403,
     responseCode: '303',
     meaning:
       'forward auth: the original path could be read differently by an upstream (a `;`, a backslash, an encoded `/`, `\\` or `.`, a dot or empty segment, a segment an upstream would trim (a trailing dot or space, `..%20`), a control character, Unicode whitespace or a format character, a broken or double escape), so it is refused before the route map, the reason logged with the request id',
+  },
+  ACCOUNT_BEYOND_CALLER: {
+    status: 403,
+    responseCode: '304',
+    meaning:
+      'changing the sub-role of, deactivating or reactivating an account that holds what the caller does not (a pair in its home domain, or a root sub-role); the text names the first',
   },
   ROUTE_NOT_FOUND: { status: 404, responseCode: '400', meaning: 'no such endpoint' },
   USER_NOT_FOUND: { status: 404, responseCode: '401', meaning: "user not found, or outside the caller's merchant" },

@@ -8,11 +8,20 @@ export interface PermissionDeclaration {
   act: string
   label: string
   group: string
+  /** Declared `platform` when only system-owner users can ever use the pair; `any` otherwise (the default). */
+  scope?: CatalogScope
 }
+
+/**
+ * `platform`: a pair only system-owner users can ever use (the routes that
+ * require it refuse merchant callers), so no merchant user ever holds it and
+ * it is never granted, denied or overridden in a merchant domain. `any`: the rest.
+ */
+export type CatalogScope = 'platform' | 'any'
 
 export const routePermissions = {
   adminRegister: { obj: 'admin', act: 'register', label: 'Register administrators', group: 'Administrators' },
-  merchantOnboard: { obj: 'merchant', act: 'onboard', label: 'Onboard merchants', group: 'Merchants' },
+  merchantOnboard: { obj: 'merchant', act: 'onboard', label: 'Onboard merchants', group: 'Merchants', scope: 'platform' },
   permissionAssign: { obj: 'permission', act: 'assign', label: 'Grant and deny permissions', group: 'Permissions' },
   permissionRevoke: { obj: 'permission', act: 'revoke', label: 'Revoke permissions', group: 'Permissions' },
   permissionRead: { obj: 'permission', act: 'read', label: 'View permissions and audit trail', group: 'Permissions' },
@@ -48,6 +57,13 @@ export function declaredCatalog(): PermissionDeclaration[] {
 
 export const permissionName = (p: { obj: string; act: string }): string => `${p.obj}:${p.act}`
 
+const platformPairs = new Set(declaredCatalog().filter((p) => p.scope === 'platform').map(permissionName))
+
+/** The scope the code declares for a pair; a pair it no longer declares is `any` (it is inactive, so nobody holds it). */
+export function scopeOf(pair: { obj: string; act: string }): CatalogScope {
+  return platformPairs.has(permissionName(pair)) ? 'platform' : 'any'
+}
+
 /** A stored catalog entry, as the API shows it. */
 export interface CatalogEntry {
   obj: string
@@ -55,4 +71,5 @@ export interface CatalogEntry {
   label: string
   group_name: string
   is_active: boolean
+  scope: CatalogScope
 }

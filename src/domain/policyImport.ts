@@ -7,10 +7,11 @@
  * looked up first (LineContext).
  */
 import { ServiceError } from './errors.js'
-import { assertInCatalog } from './grantRules.js'
+import { assertInCatalog, assertScopeAllows } from './grantRules.js'
 import { DOMAIN_PATTERN, SUB_ROLE_CODE_PATTERN } from './identifiers.js'
 import { formatRule, isUserId, type Effect, type FileLine, type LineProblem, type Rule } from './policyCsv.js'
 import { overrideKey, ruleKey, type DesiredPolicy, type StoredPolicy } from './policyDiff.js'
+import type { CatalogScope } from './permissions.js'
 import { GLOBAL_DOMAIN, homeDomain, type Account } from './principals.js'
 import { isRootSubRole, type RootRoles } from './root.js'
 import { assertOverrideDomain } from './tenancy.js'
@@ -44,6 +45,8 @@ export interface LineContext {
   merchants: ReadonlySet<string>
   accounts: ReadonlyMap<string, Account>
   isActive(obj: string, act: string): boolean
+  /** The pair's catalog scope. */
+  pairScope(obj: string, act: string): CatalogScope
   roots: RootRoles
   stored: StoredPolicy
   /** The instant (epoch ms) expiries are read against. */
@@ -137,11 +140,20 @@ export function checkLine(c: LineContext, rule: FileLine): string | null {
   const problem = domainProblem(c, domain) ?? subjectProblem(c, subject, domain)
   if (problem !== null) return problem
   if (refuses(() => assertInCatalog({ active: c.isActive(obj, act), obj, act }))) return `${obj}:${act} is not active in the catalog`
-  if (c.scope !== null && domain === GLOBAL_DOMAIN) {
-    const stored = isUserId(subject) ? c.stored.overrides.get(overrideKey(rule.values))?.effect === effect : c.stored.roles.has(ruleKey(rule.values))
-    if (!stored) return `with --domain ${c.scope} the global lines must be as stored, and this one is not: import without --domain to change global`
+  const merchantUser = isUserId(subject) && c.accounts.get(subject)?.principal_type === 'merchant'
+  // A row written before the scope rule counts for nobody; an exported file keeps it, so as stored it stays importable.
+  if (refuses(() => assertScopeAllows({ scope: c.pairScope(obj, act), targetIsMerchantUser: merchantUser, obj, act, domain })) && !asStored(c, rule.values, effect)) {
+    return `${obj}:${act} is for system-owner users only: it cannot be granted or denied in merchant ${domain} or to a merchant user`
+  }
+  if (c.scope !== null && domain === GLOBAL_DOMAIN && !asStored(c, rule.values, effect)) {
+    return `with --domain ${c.scope} the global lines must be as stored, and this one is not: import without --domain to change global`
   }
   return null
+}
+
+/** Whether a `p` line is in the store as the file has it (an override with the same effect). */
+function asStored(c: LineContext, values: readonly string[], effect: string): boolean {
+  return isUserId(values[0] ?? '') ? c.stored.overrides.get(overrideKey(values))?.effect === effect : c.stored.roles.has(ruleKey(values))
 }
 
 /** The expiry an override line asks for: its comment's, else none (or, for a file without a header, the stored one if the line keeps the override). */

@@ -1,6 +1,6 @@
 import { PolicyOp, newEnforcer, newModelFromString, type Adapter, type Enforcer, type Model } from 'casbin'
-import type { CatalogEntry } from '../domain/permissions.js'
-import type { PrincipalType } from '../domain/principals.js'
+import { scopeOf, type CatalogEntry } from '../domain/permissions.js'
+import { GLOBAL_DOMAIN, type PrincipalType } from '../domain/principals.js'
 import type { Queryable } from '../storage/db.js'
 import { RulesAdapter, StorageAdapter, type PolicyRules } from './adapter.js'
 import { DecisionIndex, nextStamp, type IndexedRule, type RuleChange } from './decisionIndex.js'
@@ -26,10 +26,13 @@ export interface Subject {
 
 export const pairKey = (obj: string, act: string): string => `${obj}\u0000${act}`
 
+/** A catalog entry as given to the engine: without a scope, the code's (a policy file's catalog, a change from an older replica). */
+export type CatalogInput = Omit<CatalogEntry, 'scope'> & Partial<Pick<CatalogEntry, 'scope'>>
+
 /** Everything the engine needs from the store besides the policy rows. */
 export interface EngineState {
   rootRoles: Iterable<string>
-  catalog: Iterable<CatalogEntry>
+  catalog: Iterable<CatalogInput>
 }
 
 /**
@@ -104,6 +107,8 @@ const SETTLED = {
   deactivated: settledBy(false, 'none'),
   notInCatalog: settledBy(false, 'not_in_catalog'),
   outsideHome: settledBy(false, 'outside_home_domain'),
+  // Nothing can hold it for a merchant user: no row decided, as when nothing holds the pair.
+  platformOnly: settledBy(false, 'none'),
   root: settledBy(true, 'root'),
 } as const
 
@@ -201,7 +206,7 @@ export class PermissionEngine {
     return { enforcer, index, cache: cached ? new Map() : null, expiries, narrowing }
   }
 
-  private static catalogMap(entries: Iterable<CatalogEntry>): Catalog {
+  private static catalogMap(entries: Iterable<CatalogInput>): Catalog {
     const catalog: Catalog = new Map()
     for (const entry of entries) {
       let acts = catalog.get(entry.obj)
@@ -209,7 +214,7 @@ export class PermissionEngine {
         acts = new Map()
         catalog.set(entry.obj, acts)
       }
-      acts.set(entry.act, { ...entry })
+      acts.set(entry.act, { ...entry, scope: entry.scope ?? scopeOf(entry) })
     }
     return catalog
   }
@@ -261,7 +266,7 @@ export class PermissionEngine {
     return [...this.catalog.values()].flatMap((acts) => [...acts.values()])
   }
 
-  replaceCatalog(entries: Iterable<CatalogEntry>): void {
+  replaceCatalog(entries: Iterable<CatalogInput>): void {
     this.catalog = PermissionEngine.catalogMap(entries)
     this.settingsStamp = nextStamp()
   }
@@ -358,11 +363,13 @@ export class PermissionEngine {
 
   /**
    * What a user holding only `subRole`, at home in `domain`, would be allowed
-   * there: the sub-role asked as the subject. Root sub-roles hold everything.
+   * there: the sub-role asked as the subject, under decide()'s rules for a
+   * user at home there (a merchant user outside `global`).
    */
   subRoleAllows(subRole: string, domain: string, obj: string, act: string): boolean {
-    if (!this.isActive(obj, act)) return false
-    return this.rootRoles.has(subRole) || this.modelAllows(subRole, domain, obj, act)
+    const merchant = domain !== GLOBAL_DOMAIN
+    const member: Subject = { id: subRole, principal_type: merchant ? 'merchant' : 'system_owner', merchant_id: merchant ? domain : null, sub_role_code: subRole }
+    return this.decide(member, domain, obj, act)
   }
 
   /** The one decision every path uses: route guard, check endpoints, effective sets. */
@@ -374,14 +381,20 @@ export class PermissionEngine {
   /**
    * The rules every decision applies before the model (a deactivated
    * account holds nothing, only active catalog pairs, a merchant user only
-   * in its merchant, a root sub-role everything): the answer and its reason
+   * in its merchant and never a `platform` pair, a root sub-role everything
+   * else): the answer and its reason
    * when one of them settles the question, else null. Shared constants: the
    * hot path allocates nothing.
    */
   private settledOutsideModel(subject: Subject, domain: string, obj: string, act: string): Explanation | null {
     if (subject.status === 'deactivated') return SETTLED.deactivated
-    if (!this.isActive(obj, act)) return SETTLED.notInCatalog
-    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return SETTLED.outsideHome
+    const entry = this.catalog.get(obj)?.get(act)
+    if (entry?.is_active !== true) return SETTLED.notInCatalog
+    if (subject.principal_type === 'merchant') {
+      if (subject.merchant_id !== domain) return SETTLED.outsideHome
+      // Whatever the rows say (a `global` grant to a sub-role code merchants use too): the routes refuse merchant users.
+      if (entry.scope === 'platform') return SETTLED.platformOnly
+    }
     if (this.rootRoles.has(subject.sub_role_code)) return SETTLED.root
     return null
   }

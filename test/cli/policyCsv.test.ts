@@ -305,6 +305,10 @@ t.test(`a file that breaks a rule is refused naming its line, and nothing change
     ['an unknown domain', 'p, clerk, m-404, orders, read, allow', /unknown domain "m-404"/],
     ['a pair outside the catalog', 'p, clerk, m-1, orders, nuke, allow', /orders:nuke is not active in the catalog/],
     ['a pair deactivated in the catalog', `p, clerk, m-1, ${INACTIVE.obj}, ${INACTIVE.act}, allow`, /customers:export is not active in the catalog/],
+    ['a platform pair granted in a merchant domain', 'p, clerk, m-1, merchant, onboard, allow', /merchant:onboard is for system-owner users only/],
+    ['a platform pair denied in a merchant domain', 'p, clerk, m-1, merchant, onboard, deny', /merchant:onboard is for system-owner users only/],
+    ["a platform pair as a merchant user's override", `p, ${u.clerkA.id}, m-1, merchant, onboard, allow`, /merchant:onboard is for system-owner users only/],
+    ["a platform pair as a system-owner user's override in a merchant", `p, ${u.ops.id}, m-1, merchant, onboard, allow`, /merchant:onboard is for system-owner users only/],
     ['a user that does not exist', 'p, 00000000-0000-4000-8000-000000000000, m-1, orders, read, allow', /no user 00000000-0000-4000-8000-000000000000/],
     ['a user id in capitals', `p, ${u.clerkC.id.toUpperCase()}, m-2, orders, read, allow`, /lower case/],
     ['a subject that is neither', 'p, Clerk-1, m-1, orders, read, allow', /must be a sub-role code/],
@@ -325,9 +329,18 @@ t.test(`a file that breaks a rule is refused naming its line, and nothing change
     t.same(await fingerprint(service.db), before, `${name}: nothing changed (policy, audit, revision, feed)`)
   }
 
+  const platform = await importPolicy(service, `${edited}p, clerk, global, merchant, onboard, allow\np, ${u.ops.id}, global, merchant, onboard, deny\n`, { dryRun: true })
+  t.equal(platform.diff.added.length, 3, 'a platform pair in global, to a role or a system-owner user, is imported')
+
   const many = await refusal(importPolicy(service, `${HEADER_ALL}p, super_admin, global, orders, read, allow\n${body}p, clerk, m-404, orders, read, allow\n`))
   t.same(many.problems.map((p) => p.line), [3, linesOf(base).length + 2], 'every bad line is named, in order')
   t.equal(many.total, 2)
+
+  // A platform pair's row in a merchant stored before the rule: it counts for nobody, and the file it is exported in still imports.
+  await insertRule(service.db, 'p', ['clerk', 'm-1', 'merchant', 'onboard', 'allow'])
+  const withOld = (await exportPolicy(service)).csv
+  t.match(withOld, /^p, clerk, m-1, merchant, onboard, allow$/m, 'the old row is exported')
+  t.same((await importPolicy(service, withOld, { dryRun: true })).diff, { added: [], removed: [], changed: [] }, 'and imported back as it is')
 
   t.test('--domain: other merchants are out of reach, global is context', async (t) => {
     const before = await fingerprint(service.db)

@@ -5,13 +5,13 @@
  */
 import t from 'tap'
 import { planCatalogSync, type CatalogSyncPlan } from '../../src/domain/catalogSync.js'
-import type { CatalogEntry, PermissionDeclaration } from '../../src/domain/permissions.js'
+import { declaredCatalog, scopeOf, type CatalogEntry, type PermissionDeclaration } from '../../src/domain/permissions.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
 onceOnPGlite('pure domain rules')
 
 const declared = (obj: string, act: string, label = `${obj} ${act}`, group = 'G'): PermissionDeclaration => ({ obj, act, label, group })
-const stored = (obj: string, act: string, is_active = true, label = `${obj} ${act}`, group_name = 'G'): CatalogEntry => ({ obj, act, label, group_name, is_active })
+const stored = (obj: string, act: string, is_active = true, label = `${obj} ${act}`, group_name = 'G'): CatalogEntry => ({ obj, act, label, group_name, is_active, scope: 'any' })
 
 /** A plan in short: each list as `obj:act`, events as `event obj:act`. */
 function summary(plan: CatalogSyncPlan): Record<string, string[]> {
@@ -80,7 +80,7 @@ t.test('planCatalogSync', async (t) => {
 
 t.test('planCatalogSync: entries take the declared label and group', async (t) => {
   const plan = planCatalogSync([stored('orders', 'read', false, 'Old', 'Old')], [declared('orders', 'read', 'View orders', 'Orders')])
-  const expected: CatalogEntry = { obj: 'orders', act: 'read', label: 'View orders', group_name: 'Orders', is_active: true }
+  const expected: CatalogEntry = { obj: 'orders', act: 'read', label: 'View orders', group_name: 'Orders', is_active: true, scope: 'any' }
   t.strictSame(plan.next, [expected])
   t.strictSame(plan.updated, [expected])
   t.strictSame(plan.events, [{ event: 'catalog_reactivated', entry: expected }])
@@ -90,4 +90,19 @@ t.test('planCatalogSync: a synced catalog plans nothing the second time', async 
   const first = planCatalogSync([stored('a', 'x', false), stored('b', 'y', true, 'Old')], [declared('a', 'x'), declared('b', 'y'), declared('c', 'z')])
   const second = planCatalogSync(first.next, [declared('a', 'x'), declared('b', 'y'), declared('c', 'z')])
   t.strictSame(summary(second), { next: ['a:x', 'b:y', 'c:z'], events: [], inserted: [], updated: [] })
+})
+
+t.test('planCatalogSync: entries take the declared scope, `any` unless declared otherwise', async (t) => {
+  const plan = planCatalogSync([stored('merchant', 'onboard')], [{ ...declared('merchant', 'onboard'), scope: 'platform' }, declared('orders', 'read')])
+  t.strictSame(
+    plan.next.map((e) => `${e.obj}:${e.act} ${e.scope}`),
+    ['merchant:onboard platform', 'orders:read any'],
+  )
+  t.strictSame(plan.updated, [], 'the scope is not stored: it changes no row')
+})
+
+t.test('scopeOf: the code declares which pairs only system-owner users can use', async (t) => {
+  const platform = declaredCatalog().filter((p) => scopeOf(p) === 'platform').map((p) => `${p.obj}:${p.act}`)
+  t.strictSame(platform, ['merchant:onboard'])
+  t.equal(scopeOf({ obj: 'gone', act: 'away' }), 'any', 'a pair the code no longer declares')
 })

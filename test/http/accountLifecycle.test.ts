@@ -99,6 +99,7 @@ t.test('change-sub-role: one transaction, at once in checks and guards, never an
   ]) {
     t.equal((await grant(ta, 'manager', obj as string, act as string, 'm1')).statusCode, 200)
   }
+  // The account holds nothing the manager lacks: the new sub-role is what it may not hand out (a grant's code and text).
   expectError(t, await move(viewer.id, 'auditor', ta.tokenFor(manager)), 403, '302')
   t.equal((await grant(ta, 'manager', 'reports', 'read', 'm1')).statusCode, 200)
   t.equal((await move(viewer.id, 'auditor', ta.tokenFor(manager))).statusCode, 200, 'once it holds reports:read itself')
@@ -120,18 +121,30 @@ t.test('a non-root caller changes only accounts whose effective set it holds', a
   const caller = await register(ta, { email: 'desk@m1.example', sub_role_code: 'desk', merchant_id: 'm1' })
   const peer = await register(ta, { email: 'payer@m1.example', sub_role_code: 'payer', merchant_id: 'm1' })
   const token = ta.tokenFor(caller)
-  const move = (code: string, as = token) =>
-    ta.call({ method: 'POST', url: `/v2/admin/accounts/${peer.id}/sub-role`, token: as, body: { command: 'change-sub-role', data: { sub_role_code: code } } })
-  const status = (what: 'deactivate' | 'reactivate', as = token) =>
-    ta.call({ method: 'POST', url: `/v2/admin/accounts/${peer.id}/${what}`, token: as, body: { command: `${what}-admin`, data: {} } })
+  const move = (code: string, as = token, lang = 'en') =>
+    ta.call({ method: 'POST', url: `/v2/admin/accounts/${peer.id}/sub-role?lang=${lang}`, token: as, body: { command: 'change-sub-role', data: { sub_role_code: code } } })
+  const status = (what: 'deactivate' | 'reactivate', as = token, lang = 'en') =>
+    ta.call({ method: 'POST', url: `/v2/admin/accounts/${peer.id}/${what}?lang=${lang}`, token: as, body: { command: `${what}-admin`, data: {} } })
   const account = async () => ((await ta.call({ method: 'GET', url: `/v2/admin/accounts/${peer.id}` })).json() as { data: Account }).data
+  /** The peer rule's own code, and a text naming what the caller lacks, in each language. */
+  const peerRefusal = async (name: string, call: (lang: string) => Promise<LightMyRequestResponse>) => {
+    const texts: Record<string, string> = {
+      en: 'You cannot change this account: it holds payouts:approve in m1, which you do not hold yourself.',
+      es: 'No puede modificar esta cuenta: tiene payouts:approve en m1, que usted no tiene.',
+    }
+    for (const [lang, text] of Object.entries(texts)) {
+      const res = await call(lang)
+      expectError(t, res, 403, '304')
+      t.equal((res.json() as { response_text: string }).response_text, text, `${name} (${lang})`)
+    }
+  }
 
-  expectError(t, await move('empty'), 403, '302')
-  expectError(t, await status('deactivate'), 403, '302')
+  await peerRefusal('change-sub-role', (lang) => move('empty', token, lang))
+  await peerRefusal('deactivate', (lang) => status('deactivate', token, lang))
   t.match(await account(), { sub_role_code: 'payer', status: 'active' }, 'the peer keeps its sub-role and stays on')
   t.equal((await status('deactivate', ta.tokenFor(owner1))).statusCode, 200, 'the merchant super_admin may')
-  expectError(t, await status('reactivate'), 403, '302')
-  expectError(t, await move('empty'), 403, '302')
+  await peerRefusal('reactivate', (lang) => status('reactivate', token, lang))
+  expectError(t, await move('empty'), 403, '304')
   t.match(await account(), { sub_role_code: 'payer', status: 'deactivated' }, 'a deactivated peer is judged by the set it would get back')
 
   t.equal((await grant(ta, 'desk', 'payouts', 'approve', 'm1')).statusCode, 200)
@@ -174,7 +187,9 @@ t.test('deactivate and reactivate: tokens, logins and checks refused at once, ol
   // Root accounts: only root callers; the last system owner stays on.
   const manager = await register(ta, { email: 'm@example.com', sub_role_code: 'ops' })
   t.equal((await grant(ta, 'ops', 'admin', 'manage', 'global')).statusCode, 200)
-  expectError(t, await status(owner1.id, 'deactivate', ta.tokenFor(manager)), 403, '302')
+  const rootRefused = await status(owner1.id, 'deactivate', ta.tokenFor(manager))
+  expectError(t, rootRefused, 403, '304')
+  t.match((rootRefused.json() as { response_text: string }).response_text, /^You cannot change this account: it holds \S+ in m1/, 'naming what the caller lacks')
   t.equal((await status(owner1.id, 'deactivate')).statusCode, 200, 'root may switch a merchant super_admin off')
   expectError(t, await status(ta.root.id, 'deactivate'), 409, '502')
 })

@@ -24,3 +24,20 @@ t.test('every admin route declares a permission that is in the active catalog', 
   }
   t.ok(declared.find((r) => r.url === '/v2/auth/login')?.public, 'login is public')
 })
+
+t.test('a route requiring a platform pair refuses merchant callers, so no merchant user can ever use the pair', async (t) => {
+  const service = await buildTestService(t)
+  const fastify = createFastify(service.config)
+  const declared: Array<{ route: string; permission?: { obj: string; act: string }; principalTypes?: readonly string[] }> = []
+  fastify.addHook('onRoute', (route) => {
+    declared.push({ route: `${String(route.method)} ${route.url}`, permission: route.config?.permission, principalTypes: route.config?.principalTypes })
+  })
+  await fastify.register(app, { service })
+  await fastify.ready()
+  t.teardown(() => fastify.close())
+  const platform = new Set(service.engine.catalogEntries().filter((e) => e.scope === 'platform').map((e) => `${e.obj}:${e.act}`))
+  t.ok(platform.has('merchant:onboard'), 'merchant:onboard is a platform pair')
+  const requiring = declared.filter((r) => r.permission !== undefined && platform.has(`${r.permission.obj}:${r.permission.act}`))
+  t.ok(requiring.length > 0, 'some route requires one')
+  for (const r of requiring) t.same(r.principalTypes, ['system_owner'], `${r.route}: system owners only`)
+})

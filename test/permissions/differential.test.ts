@@ -3,7 +3,7 @@
  * grants, revokes, role denies, role hierarchies and user overrides, every
  * (user, domain, obj, act) is decided by
  *   1. a plain reading of the effective-set rules written in this file (the oracle),
- *   2. Casbin's enforce() behind the engine's tenant/root/catalog rules,
+ *   2. Casbin's enforce() behind the engine's tenant/root/catalog/scope rules,
  *   3. engine.decide() (the decision index, or the candidate index for other models of the family),
  *   4. the check endpoints (check-batch and single check),
  *   5. the effective-permission listing (get-user-permissions),
@@ -12,7 +12,10 @@
  *   8. the check's explanation (its kind agrees with the answer, its row is the user's own or a role's),
  * and all must agree after incremental changes and again after a full reload.
  * Every grant, deny and revoke through the API is first run dry: its preview
- * must name exactly the users whose decision the real command then moves.
+ * must name exactly the users whose decision the real command then moves. A
+ * platform pair granted in a merchant domain or overridden for a merchant user
+ * must be refused (400 `111`); the role rows are then written as another tool
+ * would, and must count for nobody.
  * It runs on the shipped model (index) and on an equivalent model written
  * differently (the candidate index).
  */
@@ -76,6 +79,8 @@ async function differential(t: Test, label: string, env: Record<string, string>,
   await syncCatalog(service, declared.filter((p) => p !== inactive))
   const pairs: Pair[] = [...declared.map(({ obj, act }) => ({ obj, act })), { obj: 'unknown', act: 'thing' }]
   const active = (p: Pair) => service.engine.isActive(p.obj, p.act)
+  // Pairs only system-owner users can use (catalog scope `platform`), as the code declares them.
+  const platformOnly = (p: Pair) => declared.some((d) => d.obj === p.obj && d.act === p.act && d.scope === 'platform')
 
   const owners: Account[] = []
   for (const m of MERCHANTS) owners.push(await onboard(ta, m))
@@ -118,6 +123,17 @@ async function differential(t: Test, label: string, env: Record<string, string>,
       const call = async (method: 'POST' | 'DELETE', url: string, command: string, data: Record<string, unknown>) => {
         const res = await ta.call({ method, url, body: { command, data } })
         if (res.statusCode !== 200) throw new Error(`${command} failed: ${res.body}`)
+      }
+      /** A platform pair in a merchant domain or for a merchant user: refused (400 `111`), dry run and real, and nothing moves. */
+      const refusedForScope = async (url: string, command: string, data: Record<string, unknown>) => {
+        const revision = service.replica.revision
+        for (const dryRun of [true, false]) {
+          const res = await ta.call({ method: 'POST', url, body: { command, data: { ...data, ...(dryRun ? { dry_run: true } : {}) } } })
+          if (res.statusCode !== 400 || (res.json() as { response_code: string }).response_code !== '111') {
+            throw new Error(`${command} ${JSON.stringify(data)}${dryRun ? ' (dry run)' : ''}: expected 400 111, got ${res.statusCode} ${res.body}`)
+          }
+        }
+        if (service.replica.revision !== revision) throw new Error(`${command} refused for its scope wrote something`)
       }
       /**
        * The command run dry, then for real: the preview must count and list
@@ -180,6 +196,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
       const oracle = (u: Account, domain: string, pair: Pair): boolean => {
         if (!active(pair) || u.status === 'deactivated') return false
         if (u.principal_type === 'merchant' && u.merchant_id !== domain) return false
+        if (u.principal_type === 'merchant' && platformOnly(pair)) return false
         if (service.engine.isRootRole(u.sub_role_code)) return true
         const home = homeDomain(u)
         // The user's sub-role, and the roles it inherits: in its home merchant's domain, or in `global` for system owners (whose grants in `global` reach every domain).
@@ -281,6 +298,13 @@ async function differential(t: Test, label: string, env: Record<string, string>,
           if (op.kind === 'role-revoke') {
             await previewed('DELETE', `/v2/admin/permissions/roles/${op.role}/revoke`, 'revoke-role-permission', { ...pair, domain: op.domain }, where)
             roleRules.delete([op.role, op.domain, pair.obj, pair.act, 'allow'].join('|'))
+          } else if (op.effect === 'allow' && platformOnly(pair) && op.domain !== GLOBAL_DOMAIN) {
+            await refusedForScope(`/v2/admin/permissions/roles/${op.role}/grant`, 'grant-role-permission', { ...pair, domain: op.domain })
+            // Such a row, written before the rule or by another tool, counts for nobody: write it as one would.
+            const rule = [op.role, op.domain, pair.obj, pair.act, 'allow']
+            await insertRule(service.db, 'p', rule)
+            await service.engine.addRule('p', rule)
+            roleRules.add(rule.join('|'))
           } else if (op.effect === 'allow') {
             await previewed('POST', `/v2/admin/permissions/roles/${op.role}/grant`, 'grant-role-permission', { ...pair, domain: op.domain }, where)
             roleRules.add([op.role, op.domain, pair.obj, pair.act, 'allow'].join('|'))
@@ -301,6 +325,9 @@ async function differential(t: Test, label: string, env: Record<string, string>,
           if (op.kind === 'override-revoke') {
             await previewed('DELETE', `/v2/admin/permissions/users/${user.id}/revoke`, 'revoke-user-permission', { ...pair, domain }, where)
             userRules.delete(key)
+          } else if (platformOnly(pair) && (domain !== GLOBAL_DOMAIN || user.principal_type === 'merchant')) {
+            const verb = op.effect === 'allow' ? 'grant' : 'deny'
+            await refusedForScope(`/v2/admin/permissions/users/${user.id}/${verb}`, `${verb}-user-permission`, { ...pair, domain })
           } else {
             const verb = op.effect === 'allow' ? 'grant' : 'deny'
             await previewed('POST', `/v2/admin/permissions/users/${user.id}/${verb}`, `${verb}-user-permission`, { ...pair, domain }, where)
@@ -351,7 +378,7 @@ async function differential(t: Test, label: string, env: Record<string, string>,
               const casbin =
                 active(pair) &&
                 u.status !== 'deactivated' &&
-                (u.principal_type !== 'merchant' || u.merchant_id === domain) &&
+                (u.principal_type !== 'merchant' || (u.merchant_id === domain && !platformOnly(pair))) &&
                 (service.engine.isRootRole(u.sub_role_code) || service.engine.enforce(u.id, domain, pair.obj, pair.act))
               const answers = [casbin, service.engine.decide(service.accounts.peek(u.id) ?? u, domain, pair.obj, pair.act), results[i]?.allowed]
               if (listed !== null) answers.push(listed.has(`${pair.obj}:${pair.act}`))

@@ -2,7 +2,9 @@
  * What a caller holds only until an override of its own expires, it passes on
  * until then at most: user grants and denies past that instant, role grants
  * (which never expire) and sub-roles holding the pair are refused with 403
- * `302`, dry runs included. Time is a clock the test moves.
+ * `302`, dry runs included; so is lifting a deny (a revoke, an allow or a
+ * shorter deny in its place) that would have counted past that instant.
+ * Time is a clock the test moves.
  */
 import t, { type Test } from 'tap'
 import type { Account } from '../../src/domain/principals.js'
@@ -10,19 +12,11 @@ import { holdsUntil } from '../../src/commands/permissionContext.js'
 import { buildTestApp, onboard, register, type TestApp } from '../helper.js'
 import { eventually } from '../support/eventually.js'
 import { ManualClock } from '../support/manualClock.js'
+import { roleCommand, userCommand } from '../support/permissionCommands.js'
 
 const HOUR = 3_600_000
 
-const userCommand = (ta: TestApp, verb: 'grant' | 'deny' | 'revoke', user: Account, data: Record<string, unknown>, token = ta.rootToken) =>
-  ta.call({
-    method: verb === 'revoke' ? 'DELETE' : 'POST',
-    url: `/v2/admin/permissions/users/${user.id}/${verb}`,
-    token,
-    body: { command: `${verb}-user-permission`, data },
-  })
-
-const roleGrant = (ta: TestApp, role: string, data: Record<string, unknown>, token = ta.rootToken) =>
-  ta.call({ method: 'POST', url: `/v2/admin/permissions/roles/${role}/grant`, token, body: { command: 'grant-role-permission', data } })
+const roleGrant = (ta: TestApp, role: string, data: Record<string, unknown>, token = ta.rootToken) => roleCommand(ta, 'grant', role, data, token)
 
 const allowed = async (ta: TestApp, user: Account, obj: string, act: string) => {
   const res = await ta.call({ method: 'GET', url: `/v2/authz/check?obj=${obj}&act=${act}&user_id=${user.id}` })
@@ -98,6 +92,37 @@ t.test('after T the pair passed on until T is gone with the caller’s own', asy
   clock.advance(HOUR)
   t.ok(await within(async () => !(await allowed(ta, manager, 'orders', 'refund')) && !(await allowed(ta, clerk, 'orders', 'refund'))), 'neither holds it')
   expect(t, await userCommand(ta, 'grant', manager, { obj: 'orders', act: 'refund', expires_at: new Date(clock.now() + HOUR).toISOString() }, token), 403, '302', 'nor can take it again')
+})
+
+t.test('a deny is lifted only within the caller’s own holding term', async (t) => {
+  const { ta, owner, clerk, T, token } = await world(t)
+  const refund = { obj: 'orders', act: 'refund' }
+  const ownerToken = ta.tokenFor(owner)
+  t.equal((await roleGrant(ta, 'clerk', { ...refund, domain: 'm1' })).statusCode, 200, 'the clerk holds orders:refund through its sub-role')
+  expect(t, await userCommand(ta, 'deny', clerk, refund, ownerToken), 200, '001', "the merchant's super_admin denies it to the clerk for good")
+
+  const refused: Array<[string, () => ReturnType<TestApp['call']>]> = [
+    ['revoking the permanent deny', () => userCommand(ta, 'revoke', clerk, refund, token)],
+    ['the same as a dry run', () => userCommand(ta, 'revoke', clerk, { ...refund, dry_run: true }, token)],
+    ['replacing it with an allow until T', () => userCommand(ta, 'grant', clerk, { ...refund, expires_at: T }, token)],
+    ['shortening it to a deny until T', () => userCommand(ta, 'deny', clerk, { ...refund, expires_at: T }, token)],
+  ]
+  for (const [name, call] of refused) expect(t, await call(), 403, '302', name)
+  t.equal(await allowed(ta, clerk, 'orders', 'refund'), false, 'the deny stands')
+  const { rows } = await ta.service.db.query("SELECT effect, expires_at FROM permission_overrides WHERE user_id = $1 AND obj = 'orders' AND act = 'refund'", [clerk.id])
+  t.same(rows, [{ effect: 'deny', expires_at: null }], 'unchanged in the store')
+
+  const half = new Date(Date.parse(T) - HOUR / 2).toISOString()
+  expect(t, await userCommand(ta, 'deny', clerk, { ...refund, expires_at: half }, ownerToken), 200, '001', 'the super_admin shortens its deny to before T')
+  expect(t, await userCommand(ta, 'deny', clerk, { ...refund, expires_at: T }, token), 200, '001', 'a deny ending before T may be lengthened to T')
+  expect(t, await userCommand(ta, 'revoke', clerk, refund, token), 200, '001', 'and one ending by T lifted')
+  t.equal(await allowed(ta, clerk, 'orders', 'refund'), true, 'the clerk holds the pair again')
+
+  expect(t, await userCommand(ta, 'deny', clerk, refund, ownerToken), 200, '001', 'denied for good again')
+  expect(t, await userCommand(ta, 'revoke', clerk, refund, ownerToken), 200, '001', 'a root caller lifts any deny')
+  expect(t, await userCommand(ta, 'deny', clerk, refund, ownerToken), 200, '001', 'and denied for good once more')
+  t.equal((await roleGrant(ta, 'manager', { ...refund, domain: 'm1' })).statusCode, 200, 'the manager now holds the pair for good')
+  expect(t, await userCommand(ta, 'revoke', clerk, refund, token), 200, '001', 'and lifts the permanent deny')
 })
 
 t.test('a sub-role holding a pair the caller holds only until T is not handed out with an account', async (t) => {

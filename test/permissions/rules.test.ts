@@ -307,7 +307,7 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
     t.equal(catalog.statusCode, 200)
     const items = catalog.json().data.items as Array<Record<string, unknown>>
     t.ok(items.length >= 16)
-    t.same(Object.keys(items[0] ?? {}).sort(), ['act', 'group_name', 'is_active', 'label', 'obj'])
+    t.same(Object.keys(items[0] ?? {}).sort(), ['act', 'group_name', 'is_active', 'label', 'obj', 'scope'])
     t.ok(items.some((i) => i.obj === 'admin' && i.act === 'register' && i.is_active === true))
     const role = await ta.call({ method: 'GET', url: '/v2/admin/permissions/roles/clerk?domain=m1' })
     t.same(Object.keys(role.json().data).sort(), ['domain', 'is_root', 'permissions', 'sub_role_code'])

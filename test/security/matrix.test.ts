@@ -184,7 +184,7 @@ const RULES: Record<string, Rule> = {
       const kind = user as UserKind
       const held = movedTo.get(kind)
       if (!caller.root && held !== undefined && !holds(caller, home(target), held)) {
-        return refused(403, '302', `the account holds ${pairName(held)} in ${home(target)}, the caller does not`)
+        return refused(403, '304', `the account holds ${pairName(held)} in ${home(target)}, the caller does not`)
       }
       const rolePair = subrole === 'within' ? HELD : NOT_HELD
       if (!caller.root && !holds(caller, home(target), rolePair)) return refused(403, '302', `the sub-role holds ${pairName(rolePair)} in ${home(target)}, the caller does not`)

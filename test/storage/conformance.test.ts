@@ -289,12 +289,17 @@ for (const backend of backends) {
       )
     })
 
-    t.test('catalog: insert, update, list', async (t) => {
+    t.test('catalog: insert, update, list (the scope is the code\'s)', async (t) => {
       const obj = unique('obj_')
       await db.transaction((tx) => insertCatalogEntry(tx, { obj, act: 'read', label: 'Read', group_name: 'g' }))
-      t.same((await listCatalog(db)).find((e) => e.obj === obj), { obj, act: 'read', label: 'Read', group_name: 'g', is_active: true })
+      t.same((await listCatalog(db)).find((e) => e.obj === obj), { obj, act: 'read', label: 'Read', group_name: 'g', is_active: true, scope: 'any' })
       await db.transaction((tx) => updateCatalogEntry(tx, { obj, act: 'read', label: 'Look', group_name: 'h', is_active: false }))
-      t.same((await listCatalog(db)).find((e) => e.obj === obj), { obj, act: 'read', label: 'Look', group_name: 'h', is_active: false })
+      t.same((await listCatalog(db)).find((e) => e.obj === obj), { obj, act: 'read', label: 'Look', group_name: 'h', is_active: false, scope: 'any' })
+      const onboard = { obj: 'merchant', act: 'onboard' }
+      if (!(await listCatalog(db)).some((e) => e.obj === onboard.obj && e.act === onboard.act)) {
+        await db.transaction((tx) => insertCatalogEntry(tx, { ...onboard, label: 'Onboard', group_name: 'g' }))
+      }
+      t.equal((await listCatalog(db)).find((e) => e.obj === onboard.obj && e.act === onboard.act)?.scope, 'platform', 'a pair the code declares platform')
     })
 
     t.test('revision and change feed: bump, record, read after, committed write', async (t) => {

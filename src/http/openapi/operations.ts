@@ -116,24 +116,27 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description: 'A non-root caller must hold everything the account holds there and everything the new sub-role holds there (not only until an override of its own expires); `super_admin` is neither given nor taken away this way.',
     returns: 'whether anything changed, the revision and the account',
     data: 'AccountChange',
-    errors: ['USER_NOT_FOUND', 'ROOT_ROLE_NOT_CHANGEABLE', 'PRIVILEGE_ESCALATION', 'SUB_ROLE_NOT_FOUND'],
-    notes: { PRIVILEGE_ESCALATION: 'the account or the new sub-role holds a permission the caller lacks in the account\'s home domain' },
+    errors: ['USER_NOT_FOUND', 'ROOT_ROLE_NOT_CHANGEABLE', 'ACCOUNT_BEYOND_CALLER', 'PRIVILEGE_ESCALATION', 'SUB_ROLE_NOT_FOUND'],
+    notes: {
+      ACCOUNT_BEYOND_CALLER: 'the account holds a permission the caller lacks in its home domain (the text names the first)',
+      PRIVILEGE_ESCALATION: 'the new sub-role holds a permission the caller lacks in the account\'s home domain, or holds only until an override of its own expires',
+    },
   },
   'POST /v2/admin/accounts/:userId/deactivate': {
     operationId: 'deactivate-admin',
     summary: 'Switch an account off: its tokens and logins are refused at once.',
     returns: 'whether anything changed, the revision and the account',
     data: 'AccountChange',
-    errors: ['USER_NOT_FOUND', 'PRIVILEGE_ESCALATION', 'LAST_SYSTEM_OWNER'],
-    notes: { PRIVILEGE_ESCALATION: 'the account is root, or holds a permission the caller lacks in its home domain (root callers switch any account)' },
+    errors: ['USER_NOT_FOUND', 'ACCOUNT_BEYOND_CALLER', 'LAST_SYSTEM_OWNER'],
+    notes: { ACCOUNT_BEYOND_CALLER: 'the account is root, or holds a permission the caller lacks in its home domain (root callers switch any account); the text names the first' },
   },
   'POST /v2/admin/accounts/:userId/reactivate': {
     operationId: 'reactivate-admin',
     summary: 'Switch an account on again.',
     returns: 'whether anything changed, the revision and the account',
     data: 'AccountChange',
-    errors: ['USER_NOT_FOUND', 'PRIVILEGE_ESCALATION'],
-    notes: { PRIVILEGE_ESCALATION: 'the account is root, or holds a permission the caller lacks in its home domain (root callers switch any account)' },
+    errors: ['USER_NOT_FOUND', 'ACCOUNT_BEYOND_CALLER'],
+    notes: { ACCOUNT_BEYOND_CALLER: 'the account is root, or holds a permission the caller lacks in its home domain (root callers switch any account); the text names the first' },
   },
   'POST /v2/admin/register': {
     operationId: 'register-admin',
@@ -195,7 +198,8 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description: 'The domain defaults to `global`; merchant callers always grant in their own merchant. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
     returns: 'whether anything changed (would change, on a dry run) and the revision',
     data: 'RolePermissionChange',
-    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION', 'SUB_ROLE_NOT_FOUND'],
+    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PLATFORM_PERMISSION_IN_MERCHANT', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION', 'SUB_ROLE_NOT_FOUND'],
+    notes: { PLATFORM_PERMISSION_IN_MERCHANT: 'a `platform` pair (catalog `scope`) in a merchant domain: grant it in `global`' },
   },
   'DELETE /v2/admin/permissions/roles/:subRoleCode/revoke': {
     operationId: 'revoke-role-permission',
@@ -212,8 +216,11 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description: 'The domain defaults to the user\'s home domain. An allow replaces a deny for the same pair. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
     returns: 'whether anything changed (would change, on a dry run), the revision and the override',
     data: 'UserPermissionChange',
-    errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
-    notes: { ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions' },
+    errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PLATFORM_PERMISSION_IN_MERCHANT', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
+    notes: {
+      ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions',
+      PRIVILEGE_ESCALATION: 'the caller does not hold the pair in that domain, holds it for less long than the override would count, or holds it for less long than a deny this replaces would have counted',
+    },
   },
   'POST /v2/admin/permissions/users/:userId/deny': {
     operationId: 'deny-user-permission',
@@ -221,8 +228,11 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description: 'A deny wins over every allow, the user\'s roles included. It replaces an allow for the same pair. With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
     returns: 'whether anything changed (would change, on a dry run), the revision and the override',
     data: 'UserPermissionChange',
-    errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
-    notes: { ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions' },
+    errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PLATFORM_PERMISSION_IN_MERCHANT', 'ROOT_ROLE_NOT_GRANTABLE', 'PRIVILEGE_ESCALATION'],
+    notes: {
+      ROOT_ROLE_NOT_GRANTABLE: 'the user is root: overrides would not change its decisions',
+      PRIVILEGE_ESCALATION: 'the caller does not hold the pair in that domain, holds it for less long than the override would count, or holds it for less long than a deny this replaces would have counted',
+    },
   },
   'DELETE /v2/admin/permissions/users/:userId/revoke': {
     operationId: 'revoke-user-permission',
@@ -231,11 +241,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     returns: 'whether anything changed (would change, on a dry run) and the revision',
     data: 'UserPermissionChange',
     errors: ['USER_NOT_FOUND', 'OVERRIDE_OUTSIDE_HOME_DOMAIN', 'MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PRIVILEGE_ESCALATION'],
-    notes: { PRIVILEGE_ESCALATION: 'a non-root caller may only revoke what it holds itself in that domain' },
+    notes: {
+      PRIVILEGE_ESCALATION:
+        'a non-root caller may only revoke what it holds itself in that domain, and lift a deny only if the deny would have stopped counting by the time its own holding ends',
+    },
   },
   'GET /v2/admin/permissions/catalog': {
     operationId: 'get-permission-catalog',
     summary: 'List the permission catalog.',
+    description:
+      "Each entry's `scope` is `platform` for a pair only system-owner users can ever use (`merchant:onboard`): it is granted, denied and overridden only in `global` and never for a merchant user (400 `111`), and no merchant user holds it, whatever the rows say. Every other pair is `any`.",
     returns: 'every catalog entry, active or not',
     data: 'PermissionCatalog',
     errors: [],

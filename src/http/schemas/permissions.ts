@@ -63,6 +63,9 @@ export const CatalogItem = Type.Object({
   label: Type.String(),
   group_name: Type.String(),
   is_active: Type.Boolean(),
+  scope: Type.Union([Type.Literal('platform'), Type.Literal('any')], {
+    description: '`platform`: only system-owner users can ever use the pair (never granted, denied or overridden in a merchant domain or for a merchant user); `any`: the rest',
+  }),
 })
 
 export const RolePermissionsData = Type.Object({
