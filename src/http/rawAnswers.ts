@@ -6,7 +6,7 @@ import { ServiceError } from '../domain/errors.js'
 import { BODY_LIMIT } from './app.js'
 import { closeAfterLinger } from './connectionLimits.js'
 import { mapError } from './errors.js'
-import { rawRequestTranslator, type Localizer } from './i18n/index.js'
+import { rawRequestTranslator, type Localizer } from '../i18n/index.js'
 import { echoedRequestId } from './requestId.js'
 import type { Refusal } from './shutdown.js'
 

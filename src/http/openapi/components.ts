@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox'
-import { Account, CreatedAccount, FieldErrorSchema } from '../schemas/common.js'
+import { Account, CreatedAccount, FieldErrorSchema } from '../../schemas/common.js'
 import {
   AccessPreview,
   AuditItem,
@@ -11,7 +11,7 @@ import {
   RolePermissionsData,
   UserChangeData,
   UserPermissionsData,
-} from '../schemas/permissions.js'
+} from '../../schemas/permissions.js'
 import { HTTP_METHODS, canonicalJson, componentRef, type JsonObject, type JsonValue, type OpenapiDocument } from './document.js'
 
 /**

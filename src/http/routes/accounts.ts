@@ -8,7 +8,7 @@ import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { adminAccountRoutes } from './adminAccounts.js'
 import { callerOf } from '../plugins/authentication.js'
-import { CommandBody, CreatedAccount, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../schemas/common.js'
+import { CommandBody, CreatedAccount, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../../schemas/common.js'
 
 const RegisterBody = CommandBody(
   'register-admin',

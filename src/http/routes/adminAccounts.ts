@@ -6,7 +6,7 @@ import type { CommandContext } from '../../commands/context.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, AccountStatusSchema, CommandBody, Lang, MerchantId, Paging, PlainText, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
+import { Account, AccountStatusSchema, CommandBody, Lang, MerchantId, Paging, PlainText, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../../schemas/common.js'
 
 const UserParams = Type.Object({ userId: UserId })
 

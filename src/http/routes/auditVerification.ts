@@ -4,7 +4,7 @@ import type { CommandContext } from '../../commands/context.js'
 import { describeProblem, verifyAudit } from '../../commands/verifyAudit.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
-import { ReadQuery, bearer, responses } from '../schemas/common.js'
+import { ReadQuery, bearer, responses } from '../../schemas/common.js'
 
 const AuditVerificationData = Type.Object({
   valid: Type.Boolean(),

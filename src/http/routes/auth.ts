@@ -5,7 +5,7 @@ import { AccountLoginLimitedError, login, type LoginContext } from '../../comman
 import { normaliseIp } from '../../domain/clientIp.js'
 import { ServiceError } from '../../domain/errors.js'
 import { success } from '../envelope.js'
-import { CommandBody, Email, Lang, responses } from '../schemas/common.js'
+import { CommandBody, Email, Lang, responses } from '../../schemas/common.js'
 
 const LoginBody = CommandBody(
   'login',

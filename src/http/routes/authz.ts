@@ -11,8 +11,8 @@ import { explainCheck, explainChecks } from '../../commands/accessReview.js'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../schemas/common.js'
-import { CheckReason, CheckResultItem } from '../schemas/permissions.js'
+import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../../schemas/common.js'
+import { CheckReason, CheckResultItem } from '../../schemas/permissions.js'
 
 const Explain = Type.Optional(Type.Boolean({ description: 'Also say why (`reason`): needs permission:read, even about oneself' }))
 const CheckQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId), explain: Explain })

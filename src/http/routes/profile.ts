@@ -6,10 +6,10 @@ import { changePassword } from '../../commands/replacePassword.js'
 import type { LoginLimits } from '../../domain/loginLimits.js'
 import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
-import { localisedPermissions } from '../i18n/index.js'
+import { localisedPermissions } from '../../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, CommandBody, Domain, Lang, Password, ReadQuery, bearer, responses } from '../schemas/common.js'
-import { UserPermissionsData } from '../schemas/permissions.js'
+import { Account, CommandBody, Domain, Lang, Password, ReadQuery, bearer, responses } from '../../schemas/common.js'
+import { UserPermissionsData } from '../../schemas/permissions.js'
 import { withRetryAfter } from './auth.js'
 
 const PasswordBody = CommandBody(

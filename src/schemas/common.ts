@@ -5,8 +5,8 @@ import {
   PERMISSION_PART_PATTERN,
   SUB_ROLE_CODE_PATTERN,
   UUID_PATTERN,
-} from '../../domain/identifiers.js'
-import { ACCOUNT_STATUSES, PRINCIPAL_TYPES } from '../../domain/principals.js'
+} from '../domain/identifiers.js'
+import { ACCOUNT_STATUSES, PRINCIPAL_TYPES } from '../domain/principals.js'
 
 /** Shared schema atoms; request and response types come from `Static<typeof X>`. */
 export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ana@example.com'] })
