@@ -6,8 +6,8 @@ import tseslint from 'typescript-eslint'
 // lint: a layer never reaches up. compose.ts is the one file that builds
 // every layer; the runner (http) and the command line (cli) start from it.
 const FOLDERS = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'modelCheck', 'i18n', 'schemas', 'http', 'cli']
-const ROOT_FILES = ['config', 'compose', 'modelGate', 'startNotice']
-const FRONT_SHARED = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'i18n', 'schemas', 'config', 'compose']
+const ROOT_FILES = ['config', 'startup', 'compose', 'modelGate', 'startNotice']
+const FRONT_SHARED = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'i18n', 'schemas', 'config', 'startup', 'compose']
 export const LAYERS = {
   domain: [],
   storage: ['domain'],
@@ -21,6 +21,7 @@ export const LAYERS = {
   http: [...FRONT_SHARED, 'modelGate', 'startNotice'],
   cli: [...FRONT_SHARED, 'modelCheck'],
   config: ['domain'],
+  startup: ['domain', 'config'],
   compose: ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'config', 'modelGate'],
   modelGate: ['domain', 'storage', 'engine', 'modelCheck', 'config', 'compose'],
   startNotice: ['domain', 'storage', 'compose'],

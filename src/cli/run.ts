@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, loadDatabaseConfig, type Config, type DatabaseConfig } from '../config.js'
+import { ConfigError, loadDatabaseConfig, type Config, type DatabaseConfig } from '../config.js'
+import { loadConfig } from '../startup.js'
 import { isServiceError, type ServiceError } from '../domain/errors.js'
 import { StorageUnavailableError } from '../storage/db.js'
 import { ModelError } from '../engine/model.js'

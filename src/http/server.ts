@@ -1,5 +1,6 @@
 import { pathToFileURL } from 'node:url'
-import { loadConfig, type Config } from '../config.js'
+import type { Config } from '../config.js'
+import { loadConfig } from '../startup.js'
 import { EXIT_MODEL_DECISIONS, ModelDecisionsRefused } from '../modelGate.js'
 import { announceStart } from '../startNotice.js'
 import { MissingPrivilegesError } from '../storage/privileges.js'
