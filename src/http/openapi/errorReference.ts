@@ -1,5 +1,6 @@
 import { errorTable, type ErrorEntry } from '../../domain/errors.js'
 import { cell } from './reference.js'
+import { byCodeUnits } from '../../domain/textOrder.js'
 
 /** Plain text (a localised message, `Bearer <token>`) for a cell: angle brackets would read as HTML. */
 const plainCell = (text: string): string => cell(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
@@ -12,7 +13,7 @@ const plainCell = (text: string): string => cell(text).replace(/&/g, '&amp;').re
  */
 export function renderErrorReference(english: Readonly<Record<string, unknown>>, table: Readonly<Record<string, ErrorEntry>> = errorTable): string {
   const rows = Object.entries(table)
-    .sort(([, a], [, b]) => a.responseCode.localeCompare(b.responseCode))
+    .sort(([, a], [, b]) => byCodeUnits(a.responseCode, b.responseCode))
     .map(([code, entry]) => {
       const statuses = [entry.status, ...(entry.alsoStatuses ?? [])].join(', ')
       const text = english[code]
