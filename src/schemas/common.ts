@@ -66,6 +66,7 @@ export const Account = Type.Object({
   principal_type: PrincipalTypeSchema,
   merchant_id: Type.Union([Type.String(), Type.Null()]),
   sub_role_code: Type.String(),
+  is_root: Type.Boolean({ description: 'Its sub-role is root: it holds every permission, and its sub-role is neither given nor taken away' }),
   parent_role: Type.Union([PrincipalTypeSchema, Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   status: AccountStatusSchema,

@@ -4,6 +4,7 @@ import { getOwnPermissions } from '../../commands/permissionQueries.js'
 import type { CommandContext } from '../../commands/context.js'
 import { changePassword } from '../../commands/replacePassword.js'
 import type { LoginLimits } from '../../domain/loginLimits.js'
+import { withRootFlag } from '../../domain/root.js'
 import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
 import { localisedPermissions } from '../../i18n/index.js'
@@ -58,7 +59,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
         response: responses(200, Account),
       },
     },
-    async (request) => success(callerOf(request).account),
+    async (request) => success(withRootFlag(ctx.engine, callerOf(request).account)),
   )
   app.get(
     '/v2/profile/permissions',
