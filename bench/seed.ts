@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { buildService, type Service } from '../src/compose.js'
-import { loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/startup.js'
 import { registerAdmin } from '../src/commands/registerAdmin.js'
 import { onboardMerchant } from '../src/commands/onboardMerchant.js'
 import { SYSTEM_ACTOR } from '../src/domain/audit.js'

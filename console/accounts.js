@@ -133,7 +133,7 @@ export function AccountsScreen() {
                 <td>${a.sub_role_code}</td>
                 <td>${t(a.status)}</td>
                 <td class="actions">
-                  ${manage && a.sub_role_code !== 'super_admin'
+                  ${manage && !a.is_root
                     ? html`<button type="button" aria-label=${`${t('changeSubRole')}: ${a.email}`} onClick=${() => setEditing(a)}>${t('changeSubRole')}</button>`
                     : null}
                   ${manage && a.id !== me.id && a.status === 'active'

@@ -9,7 +9,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { buildService } from '../src/compose.js'
-import { loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/startup.js'
 import { GENERATED_FILES, generateFiles } from '../src/http/openapi/generate.js'
 import { openPGlite } from '../src/storage/pglite.js'
 

@@ -1,13 +1,17 @@
-import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { isIP } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { parseProxyTrust, type ProxyTrust } from './domain/clientIp.js'
+import { parseAddressList, parseProxyTrust, type ProxyTrust } from './domain/clientIp.js'
 import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from './domain/identifiers.js'
-import { RouteMap, type RouteMapEntry } from './domain/routeMap.js'
+import type { RouteMapEntry } from './domain/routeMap.js'
+
+/*
+ * Reading the configuration is pure: it checks the environment and creates,
+ * writes and reads no file. What needs a file (the data folder and the
+ * generated token key in it, the route map) is start-up's: src/startup.ts
+ * turns these Settings into the Config the service runs with.
+ */
 
 /** pino's levels, most verbose last but one; `silent` logs nothing. */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -56,7 +60,7 @@ const EnvSchema = Type.Object({
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
-const RouteMapEntrySchema = Type.Object(
+export const RouteMapEntrySchema = Type.Object(
   {
     method: Type.String({ pattern: '^([A-Za-z]+|\\*)$' }),
     path: Type.String({ pattern: '^/', maxLength: 2000 }),
@@ -76,6 +80,16 @@ export type JwtConfig =
   | { mode: 'secret'; secret: string; generated: boolean }
   | { mode: 'public-key'; publicKey: string }
   | { mode: 'jwks'; jwksUrl: string }
+
+/**
+ * No key configured: start-up generates an HS256 secret, kept in `file` (the
+ * embedded store's data folder) so tokens survive restarts, or with `file`
+ * null (an in-memory store) a fresh one per process.
+ */
+export interface GeneratedKey {
+  mode: 'generated'
+  file: string | null
+}
 
 export interface Config {
   storage: StorageConfig
@@ -136,16 +150,19 @@ export interface Config {
     requestTimeoutMs: number
     /** Connections one client address may hold open at once; 0: no cap. */
     maxPerAddress: number
-    /** Addresses and ranges the cap does not count (by default the loopback: a sidecar gateway's keep-alive pool). */
-    exempt: Subnet[]
+    /**
+     * Addresses and ranges the cap does not count (by default the loopback: a
+     * sidecar gateway's keep-alive pool), as TRUST_PROXY's list is read.
+     */
+    exempt: string[]
   }
 }
 
-/** An address range: `10.0.0.0/8`, `::1/128`. */
-export interface Subnet {
-  address: string
-  prefix: number
-  family: 'ipv4' | 'ipv6'
+/** The configuration as the environment gives it, before start-up reads and makes its files (src/startup.ts). */
+export type Settings = Omit<Config, 'jwt' | 'routeMap'> & {
+  jwt: JwtConfig | GeneratedKey
+  /** ROUTE_MAP_PATH: the file start-up reads the route map from; null when none is configured. */
+  routeMapPath: string | null
 }
 
 export class ConfigError extends Error {
@@ -183,12 +200,8 @@ function readEnv(source: Record<string, string | undefined>): Env {
   return converted as Env
 }
 
-/**
- * With no key configured, an embedded store keeps one random HS256 secret in
- * its data folder, so tokens survive restarts; an in-memory store gets a fresh
- * one per process.
- */
-function resolveJwt(env: Env, storage: StorageConfig): JwtConfig {
+/** The one token key configured, or, with none, a generated one (made by start-up). */
+function resolveJwt(env: Env, storage: StorageConfig): JwtConfig | GeneratedKey {
   const configured = [env.JWT_SECRET, env.JWT_PUBLIC_KEY, env.JWT_JWKS_URL].filter((v) => v !== undefined)
   if (configured.length > 1) throw new ConfigError('set only one of JWT_SECRET, JWT_PUBLIC_KEY, JWT_JWKS_URL')
   if (env.JWT_SECRET !== undefined) return { mode: 'secret', secret: env.JWT_SECRET, generated: false }
@@ -197,11 +210,7 @@ function resolveJwt(env: Env, storage: StorageConfig): JwtConfig {
   if (storage.kind === 'postgres') {
     throw new ConfigError('with DATABASE_URL=postgres://… set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL')
   }
-  if (storage.dataDir === null) return { mode: 'secret', secret: randomBytes(32).toString('hex'), generated: true }
-  mkdirSync(storage.dataDir, { recursive: true })
-  const file = join(storage.dataDir, 'jwt-secret')
-  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' })
-  return { mode: 'secret', secret: readFileSync(file, 'utf8').trim(), generated: true }
+  return { mode: 'generated', file: storage.dataDir === null ? null : join(storage.dataDir, 'jwt-secret') }
 }
 
 /** `true`, `false`, or a comma-separated list of proxy addresses or CIDR ranges to trust. */
@@ -211,26 +220,6 @@ function parseTrustProxy(value: string | undefined): ProxyTrust {
   } catch (error) {
     throw new ConfigError(`TRUST_PROXY: ${(error as Error).message} (expected true, false, a hop count, or proxy addresses/CIDRs separated by commas)`)
   }
-}
-
-/** Reads and checks the route map file: a bad file stops the start with a message naming the entry. */
-function readRouteMap(path: string): RouteMapEntry[] {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'))
-  } catch (error) {
-    throw new ConfigError(`ROUTE_MAP_PATH: cannot read ${path} as JSON: ${(error as Error).message}`)
-  }
-  const schema = Type.Array(RouteMapEntrySchema)
-  const problems = [...Value.Errors(schema, parsed)].map((p) => `${p.path || '/'}: ${p.message}`)
-  if (problems.length > 0) throw new ConfigError(`ROUTE_MAP_PATH ${path}: ${problems.slice(0, 5).join('; ')}`)
-  const entries = parsed as RouteMapEntry[]
-  try {
-    new RouteMap(entries)
-  } catch (error) {
-    throw new ConfigError(`ROUTE_MAP_PATH ${path}: ${(error as Error).message}`)
-  }
-  return entries
 }
 
 /** `https://admin.example.com,http://localhost:5173`: each an origin (scheme, host, port), nothing more. */
@@ -251,30 +240,14 @@ function parseOrigins(value: string | undefined): string[] {
   return origins
 }
 
-const LOOPBACK: Subnet[] = [
-  { address: '127.0.0.0', prefix: 8, family: 'ipv4' },
-  { address: '::1', prefix: 128, family: 'ipv6' },
-]
-
-/** `loopback`, `none`, or a comma-separated list of addresses and CIDR ranges (`loopback` may be one of them). */
-function parseSubnets(name: string, value: string): Subnet[] {
+/** `none`, or a comma-separated list of addresses, CIDR ranges and proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`). */
+function parseExempt(value: string): string[] {
   if (value.trim() === 'none') return []
-  const subnets: Subnet[] = []
-  for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
-    if (entry === 'loopback') {
-      subnets.push(...LOOPBACK)
-      continue
-    }
-    const [address = '', prefixText, ...rest] = entry.split('/')
-    const version = isIP(address)
-    const bits = version === 4 ? 32 : 128
-    const prefix = prefixText === undefined ? bits : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN
-    if (version === 0 || rest.length > 0 || !(prefix >= 0 && prefix <= bits)) {
-      throw new ConfigError(`${name}: ${entry} is not an address or a range like 10.0.0.0/8 (or loopback, none)`)
-    }
-    subnets.push({ address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' })
+  try {
+    return parseAddressList(value)
+  } catch (error) {
+    throw new ConfigError(`CONNECTION_LIMIT_EXEMPT: ${(error as Error).message} (expected none, or addresses/CIDRs such as loopback, 10.0.0.0/8 separated by commas)`)
   }
-  return subnets
 }
 
 /** The less verbose of two levels. */
@@ -299,12 +272,13 @@ function databaseConfig(env: Env): DatabaseConfig {
   }
 }
 
-/** The environment checked as loadConfig checks it, read for a command that issues and verifies no token. */
+/** The environment checked as readSettings checks it, read for a command that issues and verifies no token. */
 export function loadDatabaseConfig(source: Record<string, string | undefined> = process.env): DatabaseConfig {
   return databaseConfig(readEnv(source))
 }
 
-export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+/** The settings the environment gives (start-up makes them the Config: src/startup.ts). Creates, writes and reads no file. */
+export function readSettings(source: Record<string, string | undefined> = process.env): Settings {
   const env = readEnv(source)
   const { storage, database, modelPath } = databaseConfig(env)
   const hasEmail = env.BOOTSTRAP_ADMIN_EMAIL !== undefined
@@ -341,14 +315,14 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     },
     database,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
-    routeMap: env.ROUTE_MAP_PATH === undefined ? null : readRouteMap(env.ROUTE_MAP_PATH),
+    routeMapPath: env.ROUTE_MAP_PATH === undefined ? null : resolve(env.ROUTE_MAP_PATH),
     metricsToken: env.METRICS_TOKEN,
     corsOrigins: parseOrigins(env.CORS_ORIGINS),
     subRolesExplicit: env.SUB_ROLES_EXPLICIT === 'true',
     connections: {
       requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
       maxPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS,
-      exempt: parseSubnets('CONNECTION_LIMIT_EXEMPT', env.CONNECTION_LIMIT_EXEMPT),
+      exempt: parseExempt(env.CONNECTION_LIMIT_EXEMPT),
     },
   }
 }

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { decisionsPolicy, decisionsVerdict, failureLine, readDecisions } from './cli/modelCheck.js'
+import { decisionsPolicy, decisionsVerdict, failureLine, readDecisions } from './modelCheck/modelCheck.js'
 import type { Logger } from './compose.js'
 import type { Config } from './config.js'
 import { describeDecisionCost, measureDecisionCost } from './engine/decisionCost.js'

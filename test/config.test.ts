@@ -1,7 +1,9 @@
-import { readFileSync, statSync } from 'node:fs'
+import fs, { readdirSync, readFileSync, statSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import { join, resolve } from 'node:path'
 import t from 'tap'
-import { ConfigError, loadConfig, parseStorageUrl } from '../src/config.js'
+import { ConfigError, parseStorageUrl, readSettings } from '../src/config.js'
+import { loadConfig } from '../src/startup.js'
 import { tempDir } from './helper.js'
 import { onceOnPGlite } from './support/onceOnPGlite.js'
 
@@ -31,7 +33,36 @@ t.test('an empty environment: the documented defaults', async (t) => {
   t.equal(config.modelPath, repositoryModel, 'model.conf at the repository root, wherever the process runs')
   t.equal(config.jwt.mode, 'secret')
   t.equal((config.jwt as { generated: boolean }).generated, true)
-  t.ok(statSync(join(dir, 'data', 'jwt-secret')).isFile(), 'the generated key is kept in the data folder')
+  t.ok(statSync(join(dir, 'data', 'jwt-secret')).isFile(), 'start-up keeps the generated key in the data folder')
+})
+
+t.test('reading the settings touches no file: start-up makes the data folder and key, and reads the route map', async (t) => {
+  const dir = tempDir(t, 'aps-config-')
+  const env = { DATABASE_URL: `pglite://${join(dir, 'store')}`, ROUTE_MAP_PATH: join(dir, 'routes.json') }
+  // Every call into node:fs while the settings are read, through the module's functions as any importer sees them.
+  const calls: string[] = []
+  const originals = new Map<string, unknown>()
+  for (const [name, fn] of Object.entries(fs)) {
+    if (typeof fn !== 'function' || /^[A-Z]/.test(name)) continue
+    originals.set(name, fn)
+    ;(fs as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      calls.push(name)
+      return (fn as (...a: unknown[]) => unknown)(...args)
+    }
+  }
+  syncBuiltinESMExports()
+  let settings: ReturnType<typeof readSettings>
+  try {
+    settings = readSettings(env)
+  } finally {
+    for (const [name, fn] of originals) (fs as unknown as Record<string, unknown>)[name] = fn
+    syncBuiltinESMExports()
+  }
+  t.same(calls, [], 'no call into node:fs')
+  t.same(readdirSync(dir), [], 'no data folder, no key file')
+  t.same(settings.jwt, { mode: 'generated', file: join(dir, 'store', 'jwt-secret') }, 'the key is named, not made')
+  t.equal(settings.routeMapPath, join(dir, 'routes.json'), 'the route map is named, not read (the file does not exist)')
+  t.throws(() => loadConfig(env), /ROUTE_MAP_PATH: cannot read/, 'start-up reads it')
 })
 
 t.test('explicit values are read and converted', async (t) => {

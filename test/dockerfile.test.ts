@@ -240,7 +240,7 @@ t.test('the compiled service runs without src/', { timeout: 170_000 }, async (t)
   const app = join(tempDir(t, 'aps-image-'), 'app')
   mkdirSync(app)
   await run('npm', ['run', 'build', '--', '--outDir', join(app, 'dist')], { cwd: repositoryRoot, timeout: 150_000 })
-  for (const file of ['http/server.js', 'cli/main.js', 'http/i18n/index.js', 'http/i18n/en.json', 'http/i18n/es.json']) {
+  for (const file of ['http/server.js', 'cli/main.js', 'i18n/index.js', 'i18n/en.json', 'i18n/es.json']) {
     t.ok(existsSync(join(app, 'dist', file)), `dist/${file} is built`)
   }
   cpSync(join(repositoryRoot, 'package.json'), join(app, 'package.json'))
@@ -276,7 +276,7 @@ t.test('the compiled service runs without src/', { timeout: 170_000 }, async (t)
   t.equal(health?.status, 200, '/healthz answers 200', { output })
 
   const messages = (locale: string) =>
-    JSON.parse(readFileSync(join(app, 'dist', 'http', 'i18n', `${locale}.json`), 'utf8')) as { errors: Record<string, string> }
+    JSON.parse(readFileSync(join(app, 'dist', 'i18n', `${locale}.json`), 'utf8')) as { errors: Record<string, string> }
   const [es, en] = [messages('es'), messages('en')]
   const denied = await fetch(`${base}/v2/profile?lang=es`)
   t.equal(denied.status, 401)

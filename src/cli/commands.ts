@@ -22,7 +22,7 @@ import {
   readDecisions,
   readPolicyFile,
   type PolicySource,
-} from './modelCheck.js'
+} from '../modelCheck/modelCheck.js'
 
 export interface CliIo {
   out(line: string): void

@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util'
 import { Type, type TObject } from '@sinclair/typebox'
 import type { ErrorObject } from 'ajv'
-import { createLocalizer } from '../http/i18n/index.js'
-import { Email, MerchantId, Name, Password, Phone } from '../http/schemas/common.js'
-import { createValidatorCompiler, localiseValidation } from '../http/validation.js'
+import { createLocalizer } from '../i18n/index.js'
+import { Email, MerchantId, Name, Password, Phone } from '../schemas/common.js'
+import { createValidatorCompiler, localiseValidation } from '../schemas/validation.js'
 
 /** A usage mistake (unknown option, missing or invalid value): exit code 2. */
 export class UsageError extends Error {}

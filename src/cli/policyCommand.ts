@@ -4,15 +4,14 @@ import { MAX_POLICY_FILE_BYTES, importPolicy } from '../commands/importPolicy.js
 import { describeDiff, describeRule, summarizeDiff } from '../domain/policyDiff.js'
 import { PolicyFileError, PolicyFileRefused } from '../domain/policyImport.js'
 import { DEFAULT_MAX_REMOVAL_SHARE } from '../domain/policyFile.js'
-import { DOMAIN_PATTERN } from '../domain/identifiers.js'
+import { isDomainName } from '../domain/identifiers.js'
 import type { CliContext } from './commands.js'
 import { withService } from './commands.js'
 import { UsageError, parseOptions } from './inputs.js'
 
-const domainName = new RegExp(DOMAIN_PATTERN)
 
 function domainOption(value: string | undefined): string | undefined {
-  if (value !== undefined && !domainName.test(value)) throw new UsageError('--domain contains characters that are not allowed')
+  if (value !== undefined && !isDomainName(value)) throw new UsageError('--domain contains characters that are not allowed')
   return value
 }
 

@@ -1,8 +1,9 @@
-import { ConfigError, loadConfig, loadDatabaseConfig, type Config, type DatabaseConfig } from '../config.js'
+import { ConfigError, loadDatabaseConfig, type Config, type DatabaseConfig } from '../config.js'
+import { loadConfig } from '../startup.js'
 import { isServiceError, type ServiceError } from '../domain/errors.js'
 import { StorageUnavailableError } from '../storage/db.js'
 import { ModelError } from '../engine/model.js'
-import { createLocalizer } from '../http/i18n/index.js'
+import { createLocalizer } from '../i18n/index.js'
 import type { Database } from '../storage/db.js'
 import {
   CliFailure,

@@ -18,7 +18,7 @@
  */
 import { SYSTEM_ACTOR, denyEntry, grantEntry, revokeEntry, roleHolder, userHolder, type AuditEntry } from '../domain/audit.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
-import { DOMAIN_PATTERN } from '../domain/identifiers.js'
+import { isDomainName } from '../domain/identifiers.js'
 import { isUserId, parsePolicyCsv, type FileLine, type ParsedPolicy } from '../domain/policyCsv.js'
 import { diffPolicy, rulesInReach, type PolicyDiff, type StoredPolicy } from '../domain/policyDiff.js'
 import { DEFAULT_MAX_REMOVAL_SHARE, describeMassRemoval, massRemoval, scopeProblem, type MassRemoval } from '../domain/policyFile.js'
@@ -39,7 +39,6 @@ import { assertDomainExists } from './permissionContext.js'
 /** A policy file larger than this is refused before it is read (about 100,000 lines). */
 export const MAX_POLICY_FILE_BYTES = 8 * 1024 * 1024
 
-const domainName = new RegExp(DOMAIN_PATTERN)
 
 export interface ImportOptions {
   /** Import only this domain's rules; the file's `global` lines must be as stored. */
@@ -88,7 +87,7 @@ async function lineContext(
   }
   for (const o of stored.overrides.values()) users.add(o.values[0] ?? '')
   const merchants = new Set<string>()
-  for (const d of domains) if (d !== GLOBAL_DOMAIN && domainName.test(d) && (await merchantExists(q, d))) merchants.add(d)
+  for (const d of domains) if (d !== GLOBAL_DOMAIN && isDomainName(d) && (await merchantExists(q, d))) merchants.add(d)
   const accounts = new Map<string, Account>()
   for (const id of users) {
     // A mixed-case id is refused by the checks; it is not looked up under another spelling.

@@ -1,7 +1,8 @@
 import { ServiceError } from '../domain/errors.js'
 import { routePermissions, type CatalogEntry } from '../domain/permissions.js'
-import { homeDomain, type Account } from '../domain/principals.js'
+import { GLOBAL_DOMAIN, homeDomain, type Account } from '../domain/principals.js'
 import { assertReachable, roleDomain, userDomain } from '../domain/tenancy.js'
+import { byCodeUnits } from '../domain/textOrder.js'
 import { effectivePermissions, type EffectivePermission } from '../engine/effective.js'
 import type { PermissionEngine } from '../engine/engine.js'
 import type { AccountDirectory } from '../storage/accountDirectory.js'
@@ -27,7 +28,7 @@ export interface UserPermissions {
 export function getCatalog(engine: PermissionEngine): CatalogEntry[] {
   return engine
     .catalogEntries()
-    .sort((a, b) => a.group_name.localeCompare(b.group_name) || a.obj.localeCompare(b.obj) || a.act.localeCompare(b.act))
+    .sort((a, b) => byCodeUnits(a.group_name, b.group_name) || byCodeUnits(a.obj, b.obj) || byCodeUnits(a.act, b.act))
 }
 
 /**
@@ -44,7 +45,7 @@ export async function getRolePermissions(ctx: CommandContext, caller: Caller, su
     const permissions = active.map((e) => ({ obj: e.obj, act: e.act, domain, label: e.label, group_name: e.group_name }))
     return { sub_role_code: subRole, domain, is_root: true, permissions }
   }
-  const rules = ctx.engine.rulesOf(subRole, domain === 'global' ? ['global'] : [domain, 'global'])
+  const rules = ctx.engine.rulesOf(subRole, domain === GLOBAL_DOMAIN ? [GLOBAL_DOMAIN] : [domain, GLOBAL_DOMAIN])
   const denied = new Set(rules.filter((r) => r.effect === 'deny').map((r) => `${r.obj}:${r.act}`))
   const permissions = rules
     .filter((r) => r.effect === 'allow' && !denied.has(`${r.obj}:${r.act}`))
@@ -52,7 +53,7 @@ export async function getRolePermissions(ctx: CommandContext, caller: Caller, su
       const entry = ctx.engine.catalogEntry(r.obj, r.act)
       return entry?.is_active === true ? [{ obj: r.obj, act: r.act, domain: r.domain, label: entry.label, group_name: entry.group_name }] : []
     })
-    .sort((a, b) => a.obj.localeCompare(b.obj) || a.act.localeCompare(b.act) || a.domain.localeCompare(b.domain))
+    .sort((a, b) => byCodeUnits(a.obj, b.obj) || byCodeUnits(a.act, b.act) || byCodeUnits(a.domain, b.domain))
   return { sub_role_code: subRole, domain, is_root: false, permissions }
 }
 

@@ -1,6 +1,6 @@
 import type { CatalogEvent } from './catalogSync.js'
 import { permissionName } from './permissions.js'
-import { homeDomain, type Account, type PrincipalType } from './principals.js'
+import { GLOBAL_DOMAIN, homeDomain, type Account, type PrincipalType } from './principals.js'
 
 /** What one audit entry holds; written in the same transaction as the change it records. */
 export const AUDIT_ACTIONS = [
@@ -50,7 +50,7 @@ export interface AuditEntry {
 
 /** Role entries belong to the merchant of their domain; `global` ones to the platform. */
 export function tenantOfDomain(domain: string): string | null {
-  return domain === 'global' ? null : domain
+  return domain === GLOBAL_DOMAIN ? null : domain
 }
 
 /**

@@ -29,11 +29,27 @@ export function parseProxyTrust(value: string | undefined): ProxyTrust {
     if (hops > 100) throw new TypeError(`a hop count of ${text} is not a proxy chain`)
     return { hops }
   }
-  const addresses = text.split(',').map((entry) => entry.trim())
-  if (addresses.some((entry) => entry === '')) throw new TypeError('an empty entry in the list of proxies')
+  return { addresses: parseAddressList(text) }
+}
+
+/**
+ * The one reading of an address list (TRUST_PROXY's proxies,
+ * CONNECTION_LIMIT_EXEMPT): comma-separated addresses, CIDR ranges and
+ * proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`). Throws on an
+ * empty entry or one proxy-addr cannot read.
+ */
+export function parseAddressList(text: string): string[] {
+  const entries = text.split(',').map((entry) => entry.trim())
+  if (entries.some((entry) => entry === '')) throw new TypeError('an empty entry in the list of addresses')
   // Compiling checks every entry (proxy-addr throws naming a bad address or range).
-  proxyAddr.compile(addresses)
-  return { addresses }
+  proxyAddr.compile(entries)
+  return entries
+}
+
+/** Whether an address is in a list parseAddressList() read, as proxy-addr matches it (an IPv4-mapped IPv6 address as IPv4). */
+export function addressListMatcher(entries: readonly string[]): (address: string) => boolean {
+  const trusted = proxyAddr.compile([...entries])
+  return (address) => trusted(address, 0)
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import { ServiceError } from './errors.js'
 import { assertInCatalog, assertScopeAllows } from './grantRules.js'
-import { DOMAIN_PATTERN, SUB_ROLE_CODE_PATTERN } from './identifiers.js'
+import { SUB_ROLE_CODE_PATTERN, isDomainName } from './identifiers.js'
 import { formatRule, isUserId, type Effect, type FileLine, type LineProblem, type Rule } from './policyCsv.js'
 import { overrideKey, ruleKey, type DesiredPolicy, type StoredPolicy } from './policyDiff.js'
 import type { CatalogScope } from './permissions.js'
@@ -67,7 +67,6 @@ export interface ExpiredLine {
 }
 
 const subRoleCode = new RegExp(SUB_ROLE_CODE_PATTERN)
-const domainName = new RegExp(DOMAIN_PATTERN)
 
 /** Whether a rule of the API refuses: the file names the line, the API answers the error. */
 function refuses(rule: () => void): boolean {
@@ -81,7 +80,7 @@ function refuses(rule: () => void): boolean {
 }
 
 function domainProblem(c: LineContext, domain: string): string | null {
-  if (domain !== GLOBAL_DOMAIN && (!domainName.test(domain) || !c.merchants.has(domain))) {
+  if (domain !== GLOBAL_DOMAIN && (!isDomainName(domain) || !c.merchants.has(domain))) {
     return `unknown domain "${domain}": neither global nor a merchant`
   }
   if (c.scope !== null && domain !== c.scope && domain !== GLOBAL_DOMAIN) {

@@ -34,3 +34,8 @@ export function isRootSubRole(roots: RootRoles, code: string): boolean {
 export function isRootAccount(roots: RootRoles, account: Pick<Account, 'sub_role_code'>): boolean {
   return isRootSubRole(roots, account.sub_role_code)
 }
+
+/** An account as the API shows it: with `is_root`, so a client never has to guess root from a sub-role's name. */
+export function withRootFlag<T extends Pick<Account, 'sub_role_code'>>(roots: RootRoles, account: T): T & { is_root: boolean } {
+  return { ...account, is_root: isRootAccount(roots, account) }
+}

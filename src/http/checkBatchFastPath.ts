@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Account } from '../domain/principals.js'
 import { homeDomain } from '../domain/principals.js'
-import { DOMAIN_PATTERN } from '../domain/identifiers.js'
+import { isDomainName } from '../domain/identifiers.js'
 import type { CheckContext } from '../commands/permissionQueries.js'
 import type { FastAnswer } from './fastAnswer.js'
 import { checkBatchAnswer } from './checkBatchAnswer.js'
@@ -19,7 +19,6 @@ export const MAX_FAST_BATCH_BYTES = 64 * 1024
 
 const JSON_TYPES = new Set(['application/json', 'application/json; charset=utf-8'])
 const BYTE_COUNT = /^[1-9][0-9]{0,5}$/
-const DOMAIN = new RegExp(DOMAIN_PATTERN)
 
 export interface CheckBatchFastPathOptions {
   ctx: CheckContext
@@ -82,7 +81,7 @@ export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopp
     if (account === undefined || replica.isStale() || stopping()) return false
     // checkPermissions' default domain, written unescaped: its form is checked.
     const home = homeDomain(account)
-    if (!DOMAIN.test(home)) return false
+    if (!isDomainName(home)) return false
     const count = readPlainBatch(body, spans)
     if (count < 0) return false
     const { body: answered, allowed } = checkBatchAnswer(ctx, account, home, body, spans, count)

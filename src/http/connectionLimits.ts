@@ -1,7 +1,8 @@
 import type { Server } from 'node:http'
-import { BlockList, isIPv4, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
+import { addressListMatcher } from '../domain/clientIp.js'
 
 /**
  * What one client may hold of the HTTP server, and how a connection closes.
@@ -81,15 +82,9 @@ function lingerOnClose(socket: ClosingSocket): void {
   if (typeof socket.destroySoon === 'function') socket.destroySoon = () => closeAfterLinger(socket)
 }
 
-function exemptList(subnets: Config['connections']['exempt']): BlockList {
-  const list = new BlockList()
-  for (const subnet of subnets) list.addSubnet(subnet.address, subnet.prefix, subnet.family)
-  return list
-}
-
 /** Counts each client address's open connections and closes those past the cap; lingers on close. */
 export function limitConnections(server: Server, connections: Config['connections'], log: FastifyBaseLogger): void {
-  const exempt = exemptList(connections.exempt)
+  const exempt = addressListMatcher(connections.exempt)
   const max = connections.maxPerAddress
   const open = new Map<string, number>()
   // Addresses already logged at the cap: one line when a client reaches it, not one per refused connection.
@@ -98,7 +93,7 @@ export function limitConnections(server: Server, connections: Config['connection
   server.on('connection', (socket: Socket) => {
     lingerOnClose(socket)
     const address = socket.remoteAddress
-    if (max === 0 || address === undefined || exempt.check(address, isIPv4(address) ? 'ipv4' : 'ipv6')) return
+    if (max === 0 || address === undefined || exempt(address)) return
     const count = (open.get(address) ?? 0) + 1
     if (count > max) {
       if (!atCap.has(address)) {

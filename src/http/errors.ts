@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv'
 import { errorTable, isServiceError, type ErrorCode, type FieldError } from '../domain/errors.js'
-import type { Translate } from './i18n/index.js'
-import { localiseValidation } from './validation.js'
+import type { Translate } from '../i18n/index.js'
+import { localiseValidation } from '../schemas/validation.js'
 
 export interface ErrorBody {
   response_code: string

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
+import { kFastPathSlot } from './symbols.js'
 
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
 
@@ -16,7 +17,12 @@ interface Slot {
   stopping: () => boolean
 }
 
-const slots = new WeakMap<FastifyInstance, Slot>()
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set by putBehindFastPath(): the fast path answering before Fastify, if any. */
+    [kFastPathSlot]?: Slot
+  }
+}
 
 /**
  * Puts Fastify, the server's request listener, behind a slot a fast path
@@ -25,7 +31,7 @@ const slots = new WeakMap<FastifyInstance, Slot>()
  */
 export function putBehindFastPath(fastify: FastifyInstance, stopping: () => boolean): void {
   const slot: Slot = { path: null, stopping }
-  slots.set(fastify, slot)
+  fastify.decorate(kFastPathSlot, slot)
   for (const listener of fastify.server.listeners('request') as RequestListener[]) {
     fastify.server.removeListener('request', listener)
     fastify.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
@@ -41,7 +47,7 @@ export function putBehindFastPath(fastify: FastifyInstance, stopping: () => bool
  * createFastify() has no slot, and all its requests go through Fastify.
  */
 export function serveFirst(fastify: FastifyInstance, path: FastPath): void {
-  const slot = slots.get(fastify)
+  const slot = fastify[kFastPathSlot]
   if (slot !== undefined) slot.path = path
 }
 
@@ -51,5 +57,5 @@ export function serveFirst(fastify: FastifyInstance, path: FastPath): void {
  * leaves the answer to Fastify then, which closes the connection.
  */
 export function stoppingOf(fastify: FastifyInstance): () => boolean {
-  return slots.get(fastify)?.stopping ?? (() => false)
+  return fastify[kFastPathSlot]?.stopping ?? (() => false)
 }

@@ -5,14 +5,15 @@ import type { Config } from '../config.js'
 import { trustFunction } from '../domain/clientIp.js'
 import { BODY_LIMIT } from './app.js'
 import { putBehindFastPath } from './fastPath.js'
-import { revisionSlot } from './revisionHeader.js'
 import { httpTimeouts, limitConnections } from './connectionLimits.js'
-import { DeferredCompiles } from './deferredCompile.js'
-import { createLocalizer, type Localizer } from './i18n/index.js'
-import { NOSNIFF, parserRefusal, routerRefusal } from './rawAnswers.js'
+import { DeferredCompiles } from '../schemas/deferredCompile.js'
+import { createLocalizer, type Localizer } from '../i18n/index.js'
+import { parserRefusal, routerRefusal } from './rawAnswers.js'
 import { DeferredLogger } from './requestLogger.js'
-import { acceptedClientRequestId, echoedRequestId, nextRequestId } from './requestId.js'
+import { acceptedClientRequestId, nextRequestId } from './requestId.js'
+import { serviceHeaders } from './serviceHeaders.js'
 import { ConnectionDrain } from './shutdown.js'
+import { kConnectionDrain } from './symbols.js'
 
 export type FastifyConfig = Pick<Config, 'logLevel' | 'trustProxy' | 'defaultLocale' | 'connections'>
 
@@ -66,13 +67,16 @@ function deferredSerializers(compiles: DeferredCompiles): SerializerSelector.Ser
   }
 }
 
-const drains = new WeakMap<FastifyInstance, ConnectionDrain>()
-
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set by createFastify(): the connections a stop drains. */
+    [kConnectionDrain]?: ConnectionDrain
+  }
+}
 
 /**
  * Fastify with the service's options, its connections counted and followed,
- * and the headers every answer has (`x-policy-revision` once the app says
- * which replica answers: revisionHeader.ts).
+ * and the headers every answer has (serviceHeaders.ts).
  */
 export function createFastify(config: FastifyConfig): FastifyInstance {
   const compiles = new DeferredCompiles()
@@ -83,26 +87,17 @@ export function createFastify(config: FastifyConfig): FastifyInstance {
     compiles.drain().catch((error: unknown) => fastify.log.error({ err: error }, 'an answer schema does not compile'))
   })
   const drain = new ConnectionDrain(fastify.server)
-  drains.set(fastify, drain)
+  fastify.decorate(kConnectionDrain, drain)
   // Fastify goes behind a slot the app may fill with a fast path (serveFirst); a stop swaps both out (ConnectionDrain).
   putBehindFastPath(fastify, () => drain.stopping)
   limitConnections(fastify.server, config.connections, fastify.log)
-  const revision = revisionSlot(fastify)
-  // Callback style: an async hook would cost every request a promise. One hook for every header the service adds.
-  fastify.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', echoedRequestId(request))
-    reply.header('x-content-type-options', NOSNIFF)
-    if (revision.replica !== null) reply.header('x-policy-revision', revision.replica.revisionText)
-    // Once stopping, an answer tells its client not to send another request on this connection.
-    if (drain.stopping) reply.header('connection', 'close')
-    done(null, payload)
-  })
+  serviceHeaders(fastify, () => drain.stopping)
   return fastify
 }
 
 /** The connections of a Fastify built by createFastify(), which a stop drains. */
 export function connectionDrain(fastify: FastifyInstance): ConnectionDrain {
-  const drain = drains.get(fastify)
+  const drain = fastify[kConnectionDrain]
   if (drain === undefined) throw new Error('this Fastify was not built by createFastify()')
   return drain
 }

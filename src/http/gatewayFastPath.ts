@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RouteMap } from '../domain/routeMap.js'
-import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../domain/identifiers.js'
+import { isDomainName, isPermissionPart } from '../domain/identifiers.js'
 import type { Account } from '../domain/principals.js'
 import { checkPermission, type CheckContext } from '../commands/permissionQueries.js'
 import { CHECK_BATCH_PATH, checkBatchFastPath } from './checkBatchFastPath.js'
@@ -21,8 +21,6 @@ export interface GatewayFastPathOptions {
 }
 
 const CHECK_PATH = '/v2/authz/check'
-const PART = new RegExp(PERMISSION_PART_PATTERN)
-const DOMAIN = new RegExp(DOMAIN_PATTERN)
 /** Characters that need no decoding and that no router or parser reads two ways. */
 const PLAIN_URL = /^[A-Za-z0-9/_.~?=&,:-]*$/
 
@@ -48,10 +46,10 @@ export function plainQuery(search: string): PlainQuery | null {
     const name = pair.slice(0, eq)
     const value = pair.slice(eq + 1)
     if (name === 'obj' || name === 'act') {
-      if (query[name] !== undefined || !PART.test(value)) return null
+      if (query[name] !== undefined || !isPermissionPart(value)) return null
       query[name] = value
     } else if (name === 'domain') {
-      if (query.domain !== undefined || !DOMAIN.test(value)) return null
+      if (query.domain !== undefined || !isDomainName(value)) return null
       query.domain = value
     } else return null
   }

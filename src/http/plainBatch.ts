@@ -14,6 +14,8 @@
  * text.
  */
 
+import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN, identifierBytes } from '../domain/identifiers.js'
+
 /** Most checks one batch asks (the route's schema: maxItems). */
 export const MAX_BATCH_CHECKS = 100
 
@@ -34,9 +36,10 @@ const OPEN_OBJECT = 0x7b
 const CLOSE_OBJECT = 0x7d
 const OPEN_ARRAY = 0x5b
 const CLOSE_ARRAY = 0x5d
-/** The longest identifier the patterns allow. */
-const MAX_IDENTIFIER = 64
 const FAILED = -1
+/** The two patterns' bytes, read from the patterns (identifiers.ts). */
+const PART_BYTES = identifierBytes(PERMISSION_PART_PATTERN)
+const DOMAIN_BYTES = identifierBytes(DOMAIN_PATTERN)
 
 /** A key as it must be written, without its opening quote: the name and the closing quote. */
 const keyBytes = (name: string) => Buffer.from(`${name}"`, 'latin1')
@@ -77,29 +80,22 @@ function afterKey(body: Uint8Array, at: number, name: Uint8Array): number {
   return body[colon] === COLON ? skipSpace(body, colon + 1) : FAILED
 }
 
-const isLower = (c: number) => c >= 0x61 && c <= 0x7a
-const isUpper = (c: number) => c >= 0x41 && c <= 0x5a
-const isDigit = (c: number) => c >= 0x30 && c <= 0x39
-/** `_`, `.`, `-`: the punctuation both patterns allow after the first character. */
-const isPunctuation = (c: number) => c === 0x5f || c === 0x2e || c === 0x2d
-
 /**
  * The end (past its closing quote) of a quoted value at `at` matching
- * PERMISSION_PART_PATTERN (`^[a-z][a-z0-9_.-]{0,63}$`) or, with `domain`,
- * DOMAIN_PATTERN (`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`); else FAILED.
+ * PERMISSION_PART_PATTERN or, with `domain`, DOMAIN_PATTERN; else FAILED.
  * Neither allows a quote, a backslash or a byte past ASCII, so the value is
  * its bytes as sent.
  */
 function identifierEnd(body: Uint8Array, at: number, domain: boolean): number {
   if (body[at] !== QUOTE) return FAILED
-  const first = body[at + 1] as number
-  if (!(isLower(first) || (domain && (isUpper(first) || isDigit(first))))) return FAILED
+  const bytes = domain ? DOMAIN_BYTES : PART_BYTES
+  if (bytes.first[body[at + 1] as number] !== 1) return FAILED
   // Past the longest value only its closing quote may stand.
-  const limit = Math.min(at + 1 + MAX_IDENTIFIER, body.length)
+  const limit = Math.min(at + 1 + bytes.maxLength, body.length)
   for (let i = at + 2; i < limit; i++) {
     const c = body[i] as number
     if (c === QUOTE) return i + 1
-    if (!(isLower(c) || isDigit(c) || isPunctuation(c) || (domain && isUpper(c)))) return FAILED
+    if (bytes.rest[c] !== 1) return FAILED
   }
   return body[limit] === QUOTE ? limit + 1 : FAILED
 }

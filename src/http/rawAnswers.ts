@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -6,18 +5,17 @@ import { ServiceError } from '../domain/errors.js'
 import { BODY_LIMIT } from './app.js'
 import { closeAfterLinger } from './connectionLimits.js'
 import { mapError } from './errors.js'
-import { rawRequestTranslator, type Localizer } from './i18n/index.js'
-import { echoedRequestId } from './requestId.js'
+import { rawRequestTranslator, type Localizer } from '../i18n/index.js'
+import { serviceHeaderLines, setServiceHeaders } from './serviceHeaders.js'
+import { nextRequestId } from './requestId.js'
 import type { Refusal } from './shutdown.js'
 
 /**
  * The answers given where no route and no hook runs: what the router and
  * Node's HTTP parser refuse, and requests that arrive while stopping. Each
- * still carries the service's envelope and the headers every answer has.
+ * still carries the service's envelope and the headers every answer has
+ * (serviceHeaders.ts).
  */
-
-/** Every answer, whichever path produced it, tells browsers not to guess its content type. */
-export const NOSNIFF = 'nosniff'
 
 /**
  * A path the router cannot read (a bad percent escape) or a path parameter
@@ -30,10 +28,9 @@ export function routerRefusal(localizer: Localizer) {
     const mapped = mapError(error, rawRequestTranslator(localizer, request.raw), { bodyLimit: BODY_LIMIT })
     if (mapped.internal) request.log.error({ err: error }, 'request failed')
     else request.log.info({ response_code: mapped.body.response_code, status: mapped.status }, 'request refused')
+    setServiceHeaders(reply, null)
     void reply
       .code(mapped.status)
-      .header('x-request-id', echoedRequestId(request))
-      .header('x-content-type-options', NOSNIFF)
       .type('application/json; charset=utf-8')
       .send(JSON.stringify(mapped.body))
   }
@@ -65,7 +62,7 @@ export function parserRefusal(localizer: Localizer) {
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     const mapped = mapError(new ServiceError('BAD_REQUEST'), localizer.translator(localizer.defaultLocale), { bodyLimit: BODY_LIMIT })
     const body = JSON.stringify(mapped.body)
-    const reqId = randomUUID()
+    const reqId = nextRequestId()
     // The parser's error carries the raw bytes received: only its code is logged.
     this.log.info({ reqId, parserError: error.code, status, response_code: mapped.body.response_code }, 'request refused: not readable as HTTP')
     closeAfterLinger(
@@ -73,8 +70,7 @@ export function parserRefusal(localizer: Localizer) {
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Content-Type-Options: ${NOSNIFF}\r\n` +
-        `X-Request-Id: ${reqId}\r\n` +
+        serviceHeaderLines(reqId) +
         'Connection: close\r\n\r\n' +
         body,
     )

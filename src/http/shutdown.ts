@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { addServiceHeaders, rawRequestId } from './serviceHeaders.js'
 
 /**
  * Exit code of a stop that the deadline cut short: connections were closed
@@ -85,21 +85,21 @@ function answerRefused(
 ): void {
   // Not the Fastify instance's rule (its own id as reqId, an acceptable client id
   // only beside it): Fastify never sees this request, so the id that both the
-  // log line and the answer carry is the client's x-request-id as sent, else a
-  // new one. Pino escapes it, and the refusal is the only line it is on.
-  const sent = request.headers['x-request-id']
-  const reqId = typeof sent === 'string' && sent !== '' ? sent : randomUUID()
+  // log line and the answer carry is the client's acceptable x-request-id, else
+  // the next of ours. The refusal is the only line it is on.
+  const reqId = rawRequestId(request)
   const { status, body } = refuse(request)
   log.info(
     { reqId, req: { method: request.method, url: request.url, remoteAddress: request.socket.remoteAddress }, res: { statusCode: status } },
     'request refused: the server is stopping',
   )
-  response.writeHead(status, {
+  const headers: Record<string, string | number> = {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     connection: 'close',
-    'x-request-id': reqId,
-  })
+  }
+  addServiceHeaders(headers, reqId, null)
+  response.writeHead(status, headers)
   response.end(body)
   // A body the client is still sending is read and dropped, so it sees the answer rather than a reset.
   request.resume()

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import type { Caller } from '../../src/commands/context.js'
 import { grantRolePermission } from '../../src/commands/changeRolePermission.js'
-import { readPolicyFile } from '../../src/cli/modelCheck.js'
+import { readPolicyFile } from '../../src/modelCheck/modelCheck.js'
 import { parsePolicyCsv } from '../../src/domain/policyCsv.js'
 import { backend, buildTestApp, onboard, register, tempDir } from '../helper.js'
 import { cliOn } from '../support/cli.js'
@@ -89,4 +89,35 @@ t.test(`one file, read alike by model check and policy import (${backend})`, asy
   t.equal(importedHashes.code, 2)
   t.match(importedHashes.err, `${hashes}:${lines + 1}: the effect must be allow or deny, not "allow # until Friday"`)
   t.match(importedHashes.err, `${hashes}:${lines + 2}: unknown domain "m#1": neither global nor a merchant`)
+})
+
+t.test('model check reads the header and `# expires_at` as policy import does', async (t) => {
+  const dir = tempDir(t)
+  const write = (name: string, lines: string[]) => {
+    const path = join(dir, name)
+    writeFileSync(path, `${lines.join('\n')}\n`)
+    return path
+  }
+  const user = '6f1c2a4e-0000-4000-8000-000000000001'
+  const expiring = write('expiring.csv', [
+    '# policy-format: 1',
+    '# scope: domain m-1',
+    '# expires_at 2000-01-01T00:00:00Z',
+    `p, ${user}, m-1, orders, refund, allow`,
+    '# expires_at 2099-01-01T00:00:00Z',
+    `p, ${user}, m-1, orders, read, allow`,
+    'p, clerk, m-1, orders, cancel, allow',
+  ])
+  t.same(
+    readPolicyFile(expiring).p,
+    [
+      [user, 'm-1', 'orders', 'read', 'allow'],
+      ['clerk', 'm-1', 'orders', 'cancel', 'allow'],
+    ],
+    'an override whose instant has passed decides nothing; one still to come does',
+  )
+  const badHeader = write('header.csv', ['# policy-format: 9', '# scope: all', 'p, clerk, m-1, orders, cancel, allow'])
+  t.throws(() => readPolicyFile(badHeader), { message: `${badHeader}:1: policy-format 9 is not one this version reads (it reads 1)` }, 'a header it cannot read')
+  const orphan = write('orphan.csv', ['# expires_at 2099-01-01T00:00:00Z', 'p, clerk, m-1, orders, cancel, allow'])
+  t.throws(() => readPolicyFile(orphan), { message: new RegExp(`^${orphan}:1: an expires_at comment must come just before a user's override line`) }, 'an expiry that belongs to no override')
 })

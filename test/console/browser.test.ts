@@ -152,6 +152,9 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     clerkId = String(listed.items.find((a) => a.email === 'clerk1@shop-a.example')?.id)
     const clerk2 = String(listed.items.find((a) => a.email === 'clerk2@shop-a.example')?.id)
 
+    await page.getByRole('button', { name: 'Change sub-role: clerk2@shop-a.example' }).waitFor()
+    t.equal(await page.getByRole('link', { name: 'owner@shop-a.example' }).count(), 1, "shop-a's owner is listed")
+    t.equal(await page.getByRole('button', { name: 'Change sub-role: owner@shop-a.example' }).count(), 0, 'a root account (is_root) offers no sub-role change')
     await page.getByRole('button', { name: 'Change sub-role: clerk2@shop-a.example' }).click()
     await page.getByLabel('New sub-role for clerk2@shop-a.example').fill('packer')
     await page.getByRole('button', { name: 'Apply' }).click()

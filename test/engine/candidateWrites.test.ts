@@ -13,7 +13,7 @@ import { RulesAdapter } from '../../src/engine/adapter.js'
 import { PermissionEngine } from '../../src/engine/engine.js'
 import { parseModel } from '../../src/engine/model.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
-import { random } from './seededRandom.js'
+import { random } from '../support/seededRandom.js'
 
 onceOnPGlite('the engine in memory')
 

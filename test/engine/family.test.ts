@@ -21,7 +21,7 @@ import { previewChanges, roleReach } from '../../src/engine/preview.js'
 import { checkPermissions } from '../../src/commands/permissionQueries.js'
 import type { Account } from '../../src/domain/principals.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
-import { random } from './seededRandom.js'
+import { random } from '../support/seededRandom.js'
 
 onceOnPGlite('the engine in memory')
 

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { PlacesTable, type Places } from '../../src/engine/placesTable.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
-import { random } from './seededRandom.js'
+import { random } from '../support/seededRandom.js'
 
 onceOnPGlite('the places table in memory')
 

@@ -24,7 +24,7 @@ const grant = (ta: TestApp, role: string, obj: string, act: string, domain: stri
 const login = (ta: TestApp, email: string, password: string) =>
   ta.call({ method: 'POST', url: '/v2/auth/login', token: null, body: { command: 'login', data: { email, password } } })
 
-type Page = { items: Array<Account & { password_hash?: string }>; total: number; page: number; page_size: number }
+type Page = { items: Array<Account & { password_hash?: string; is_root?: boolean }>; total: number; page: number; page_size: number }
 
 async function world(t: Test, db?: Awaited<ReturnType<typeof freshDatabase>>) {
   const ta = await buildTestApp(t, db !== undefined ? { db } : {})
@@ -48,6 +48,11 @@ t.test('listing and reading accounts', async (t) => {
   t.equal(all.total, 7, 'root sees every account')
   t.equal(all.items[0]?.email, staff.email, 'newest first')
   t.ok(all.items.every((a) => a.status === 'active' && a.password_hash === undefined), 'with their status, never a hash')
+  t.same(
+    all.items.filter((a) => a.is_root).map((a) => a.email).sort(),
+    all.items.filter((a) => a.sub_role_code === 'super_admin').map((a) => a.email).sort(),
+    'is_root: the accounts of the root sub-role',
+  )
   t.same((await list('?merchant_id=m1')).items.map((a) => a.email).sort(), ['Clerk.One@m1.example', 'owner@m1.example', 'viewer@m1.example'])
   t.same((await list('?sub_role_code=clerk')).items.map((a) => a.id).sort(), [clerk.id, other.id].sort())
   t.same((await list('?q=CLERK.one')).items.map((a) => a.id), [clerk.id], 'q: case-insensitive substring of the e-mail')

@@ -193,7 +193,7 @@ t.test('catalog labels in the response locale', async (t) => {
   const role = (await ta.call({ method: 'GET', url: '/v2/admin/permissions/roles/clerk?lang=es' })).json().data
   t.match(role.permissions, [{ obj: 'orders', act: 'refund', label: 'Reembolsar pedidos', group_name: 'Pedidos' }], "a role's permissions too")
 
-  const esMessages = JSON.parse(readFileSync(new URL('../../src/http/i18n/es.json', import.meta.url), 'utf8')) as {
+  const esMessages = JSON.parse(readFileSync(new URL('../../src/i18n/es.json', import.meta.url), 'utf8')) as {
     catalog: { labels: Record<string, string>; groups: Record<string, string> }
   }
   for (const entry of declaredCatalog()) {

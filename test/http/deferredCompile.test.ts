@@ -1,7 +1,7 @@
 import type { FastifySchema } from 'fastify'
 import t from 'tap'
-import { DeferredCompiles } from '../../src/http/deferredCompile.js'
-import { createValidatorCompiler } from '../../src/http/validation.js'
+import { DeferredCompiles } from '../../src/schemas/deferredCompile.js'
+import { createValidatorCompiler } from '../../src/schemas/validation.js'
 
 t.test('deferred work is done once: on first use or by drain, whichever comes first', async (t) => {
   const compiles = new DeferredCompiles()

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { errorTable } from '../../src/domain/errors.js'
-import { createLocalizer, errorTexts } from '../../src/http/i18n/index.js'
+import { createLocalizer, errorTexts } from '../../src/i18n/index.js'
 import { TEST_SECRET, buildTestApp, freshDatabase, onboard, type TestApp } from '../helper.js'
 import { nowSeconds, sign } from '../support/jwt.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
@@ -16,7 +16,7 @@ interface Messages {
   errors: Record<string, string>
   validation: Record<string, string>
 }
-const i18nDir = new URL('../../src/http/i18n/', import.meta.url)
+const i18nDir = new URL('../../src/i18n/', import.meta.url)
 const messages = (locale: string) => JSON.parse(readFileSync(new URL(`${locale}.json`, i18nDir), 'utf8')) as Messages
 const en = messages('en')
 const es = messages('es')

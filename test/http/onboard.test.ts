@@ -5,7 +5,7 @@ import { errorShapeProblems } from '../support/envelope.js'
 /** onboard-merchant: a merchant exists once its super_admin exists, so onboarding creates both, for system-owner callers only, once per merchant id. */
 
 // A write's answer carries the store's revision after it beside the account.
-const ACCOUNT_KEYS = ['created_at', 'email', 'id', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'revision', 'status', 'sub_role_code']
+const ACCOUNT_KEYS = ['created_at', 'email', 'id', 'is_root', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'revision', 'status', 'sub_role_code']
 
 t.test('onboard-merchant', async (t) => {
   const ta = await buildTestApp(t)
@@ -33,6 +33,7 @@ t.test('onboard-merchant', async (t) => {
     principal_type: 'merchant',
     merchant_id: 'shop-1',
     sub_role_code: 'super_admin',
+    is_root: true,
     parent_role: 'system_owner',
   })
   t.notMatch(created.body, /password|hash|argon/i)

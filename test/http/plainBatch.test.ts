@@ -6,10 +6,10 @@
  * route takes, with the same checks in the same order.
  */
 import t from 'tap'
-import { random } from '../engine/seededRandom.js'
+import { random } from '../support/seededRandom.js'
 import { SPAN_FIELDS, newSpans, readPlainBatch } from '../../src/http/plainBatch.js'
 import { BatchBody } from '../../src/http/routes/authz.js'
-import { createValidatorCompiler } from '../../src/http/validation.js'
+import { createValidatorCompiler } from '../../src/schemas/validation.js'
 
 const spans = newSpans()
 

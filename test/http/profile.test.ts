@@ -8,7 +8,7 @@ t.test('profile returns the caller account without secrets', async (t) => {
   const body = res.json()
   t.equal(body.response_code, '001')
   t.equal(body.response_text, 'Success')
-  t.same(Object.keys(body.data).sort(), ['created_at', 'email', 'id', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'status', 'sub_role_code'])
+  t.same(Object.keys(body.data).sort(), ['created_at', 'email', 'id', 'is_root', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'status', 'sub_role_code'])
   t.equal(body.data.email, 'root@example.com')
   t.equal(body.data.sub_role_code, 'super_admin')
   t.notMatch(res.body, /password|hash|argon/i)

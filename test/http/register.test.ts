@@ -6,7 +6,7 @@ import { errorShapeProblems } from '../support/envelope.js'
 
 const valid = { email: 'ana@example.com', password: 'long-enough-1', name: 'Ana', sub_role_code: 'support' }
 // A write's answer carries the store's revision after it beside the account.
-const ACCOUNT_KEYS = ['created_at', 'email', 'id', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'revision', 'status', 'sub_role_code']
+const ACCOUNT_KEYS = ['created_at', 'email', 'id', 'is_root', 'merchant_id', 'name', 'parent_role', 'phone', 'principal_type', 'revision', 'status', 'sub_role_code']
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 t.test('register-admin', async (t) => {

@@ -213,6 +213,7 @@ t.test('transport', async (t) => {
     const refusal = await nextAnswer(socket)
     await closed
     expectRawEnvelope(t, { ...refusal, closed: true }, 431)
+    t.equal(refusal.headers['x-request-id']?.slice(0, 24), first.headers['x-request-id']?.slice(0, 24), 'its id drawn as a route answer\'s is')
 
     // A request that took too long to arrive (Node's own timers take seconds to fire; the event is what they raise).
     const timedOut = new Promise<RawAnswer>((resolve) => {

@@ -14,7 +14,7 @@ interface Operation {
   parameters?: Array<{ name: string; in: string; example?: unknown; schema?: { examples?: unknown[] } }>
   requestBody?: { content: Record<string, { example?: unknown }> }
 }
-const es = JSON.parse(readFileSync(new URL('../../src/http/i18n/es.json', import.meta.url), 'utf8')) as { errors: Record<string, string> }
+const es = JSON.parse(readFileSync(new URL('../../src/i18n/es.json', import.meta.url), 'utf8')) as { errors: Record<string, string> }
 const doc = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, Operation>> }
 
 const PARAMETER_VALUES: Record<string, string> = {

@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/startup.js'
 import { ModelDecisionsRefused, gateModelDecisions } from '../../src/modelGate.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { insertRule } from '../../src/storage/policyRows.js'

@@ -10,7 +10,7 @@ import { readmeServiceRole } from '../support/serviceRole.js'
 
 t.test('the service runs as a role that may only insert and read audit rows', async (t) => {
   if (backend !== 'postgres' || postgresUrl === undefined) {
-    // PGlite has a single superuser: the append-only trigger is what protects rows there (test/audit/chain.test.ts).
+    // PGlite has a single superuser: the append-only trigger is what protects rows there (test/commands/verifyAudit.test.ts).
     t.equal(backend, 'pglite')
     return
   }

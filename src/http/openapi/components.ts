@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox'
-import { Account, CreatedAccount, FieldErrorSchema } from '../schemas/common.js'
+import { Account, CreatedAccount, FieldErrorSchema } from '../../schemas/common.js'
 import {
   AccessPreview,
   AuditItem,
@@ -11,8 +11,9 @@ import {
   RolePermissionsData,
   UserChangeData,
   UserPermissionsData,
-} from '../schemas/permissions.js'
+} from '../../schemas/permissions.js'
 import { HTTP_METHODS, canonicalJson, componentRef, type JsonObject, type JsonValue, type OpenapiDocument } from './document.js'
+import { byCodeUnits } from '../../domain/textOrder.js'
 
 /**
  * Shapes several routes share, by the names the document gives them.
@@ -116,5 +117,5 @@ export function nameSchemas(doc: OpenapiDocument, dataNames: ReadonlyMap<string,
   }
   // Shapes named just now may occur inside others (a page's items, an answer's account).
   referenceNamed(doc)
-  doc.components.schemas = Object.fromEntries(Object.entries(doc.components.schemas).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+  doc.components.schemas = Object.fromEntries(Object.entries(doc.components.schemas).sort(([a], [b]) => byCodeUnits(a, b)))
 }

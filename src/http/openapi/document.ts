@@ -1,3 +1,5 @@
+import { byCodeUnits } from '../../domain/textOrder.js'
+
 /**
  * The parts of an OpenAPI 3.0 document this service's document is made of,
  * as @fastify/swagger builds it (a plain JSON value throughout).
@@ -71,7 +73,7 @@ export const componentRef = (name: string): string => `#/components/schemas/${na
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => byCodeUnits(a, b)))
       : v,
   )
 }

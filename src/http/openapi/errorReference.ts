@@ -1,5 +1,6 @@
 import { errorTable, type ErrorEntry } from '../../domain/errors.js'
 import { cell } from './reference.js'
+import { byCodeUnits } from '../../domain/textOrder.js'
 
 /** Plain text (a localised message, `Bearer <token>`) for a cell: angle brackets would read as HTML. */
 const plainCell = (text: string): string => cell(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
@@ -12,7 +13,7 @@ const plainCell = (text: string): string => cell(text).replace(/&/g, '&amp;').re
  */
 export function renderErrorReference(english: Readonly<Record<string, unknown>>, table: Readonly<Record<string, ErrorEntry>> = errorTable): string {
   const rows = Object.entries(table)
-    .sort(([, a], [, b]) => a.responseCode.localeCompare(b.responseCode))
+    .sort(([, a], [, b]) => byCodeUnits(a.responseCode, b.responseCode))
     .map(([code, entry]) => {
       const statuses = [entry.status, ...(entry.alsoStatuses ?? [])].join(', ')
       const text = english[code]
@@ -21,7 +22,7 @@ export function renderErrorReference(english: Readonly<Record<string, unknown>>,
   return [
     '# Error reference',
     '',
-    '<!-- Written by `npm run openapi` from the error table in src/domain/errors.ts and src/http/i18n/en.json; edit those and run it again. -->',
+    '<!-- Written by `npm run openapi` from the error table in src/domain/errors.ts and src/i18n/en.json; edit those and run it again. -->',
     '',
     'Every answer is an envelope. A success is `{"response_code": "001", "response_text": "Success", "data": {…}}`, with status 200 (201 where the operation creates an account, a merchant or a sub-role). ' +
       'An error is `{"response_code": "<code>", "response_text": "<localised text>", "errors": [{"field", "message"}]}`: decide on `response_code`, which is stable; ' +
@@ -38,7 +39,7 @@ export function renderErrorReference(english: Readonly<Record<string, unknown>>,
     '',
     '## Adding an error',
     '',
-    'Add it to `errorTable` in src/domain/errors.ts (its status, a `response_code` not used before, its meaning), give it a text under `errors.<code>` in every locale file of src/http/i18n/, and run `npm run openapi`. ' +
+    'Add it to `errorTable` in src/domain/errors.ts (its status, a `response_code` not used before, its meaning), give it a text under `errors.<code>` in every locale file of src/i18n/, and run `npm run openapi`. ' +
       'test/http/localisation.test.ts fails until every locale file holds exactly the codes of the table, and test/http/openapi.test.ts until this page and the API reference are written again.',
     '',
   ].join('\n')

@@ -1,7 +1,7 @@
 import type { Service } from '../../compose.js'
 import app from '../app.js'
 import { createFastify } from '../fastifyOptions.js'
-import { errorTexts } from '../i18n/index.js'
+import { errorTexts } from '../../i18n/index.js'
 import { serializeDocument, type OpenapiDocument } from './document.js'
 import { renderErrorReference } from './errorReference.js'
 import { renderApiReference } from './reference.js'

@@ -4,6 +4,7 @@ import { SHARED_SCHEMAS, nameSchemas } from './components.js'
 import { componentRef, operationsOf, type OpenapiDocument, type ResponseObject } from './document.js'
 import { OPERATIONS, type OperationDoc } from './operations.js'
 import { describeStatus, errorStatuses, routeErrors, statusHeading } from './responses.js'
+import { byCodeUnits } from '../../domain/textOrder.js'
 
 const DESCRIPTION = [
   'Administrator accounts and permissions: Casbin RBAC with domains and explicit deny.',
@@ -65,7 +66,7 @@ function responsesOf(declared: Record<string, ResponseObject>, { entry, errors }
       },
     ])
   }
-  return Object.fromEntries(responses.sort(([a], [b]) => a.localeCompare(b)))
+  return Object.fromEntries(responses.sort(([a], [b]) => byCodeUnits(a, b)))
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { RouteOptions } from 'fastify'
 import { errorTable, type ErrorCode } from '../../domain/errors.js'
 import { revisionChecks } from '../plugins/revision.js'
+import { byCodeUnits } from '../../domain/textOrder.js'
 
 /** The first words of a status's description. */
 const STATUS_HEADINGS: Readonly<Record<number, string>> = {
@@ -77,7 +78,7 @@ export function errorStatuses(errors: readonly ErrorCode[], notes: Partial<Recor
     .sort(([a], [b]) => a - b)
     .map(([status, codes]) => ({
       status,
-      codes: [...codes].sort(([a], [b]) => a.localeCompare(b)).map(([responseCode, meanings]) => ({ responseCode, meaning: meanings.join('; or ') })),
+      codes: [...codes].sort(([a], [b]) => byCodeUnits(a, b)).map(([responseCode, meanings]) => ({ responseCode, meaning: meanings.join('; or ') })),
     }))
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Localizer, Translate } from '../i18n/index.js'
+import type { Localizer, Translate } from '../../i18n/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

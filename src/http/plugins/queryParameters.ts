@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { Lang } from '../schemas/common.js'
+import { Lang } from '../../schemas/common.js'
 
 // `lang` picks the answer's locale on every route, errors included (a POST's refusal, /readyz's 503).
 const LANG_ONLY = { type: 'object', properties: { lang: Lang }, additionalProperties: false } as const

@@ -5,10 +5,11 @@ import { actorOf } from '../../commands/context.js'
 import { onboardMerchant } from '../../commands/onboardMerchant.js'
 import { registerAdmin } from '../../commands/registerAdmin.js'
 import { routePermissions } from '../../domain/permissions.js'
+import { withRootFlag } from '../../domain/root.js'
 import { success } from '../envelope.js'
 import { adminAccountRoutes } from './adminAccounts.js'
 import { callerOf } from '../plugins/authentication.js'
-import { CommandBody, CreatedAccount, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../schemas/common.js'
+import { CommandBody, CreatedAccount, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../../schemas/common.js'
 
 const RegisterBody = CommandBody(
   'register-admin',
@@ -52,7 +53,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
     },
     async (request, reply) => {
       const account = await registerAdmin(ctx, callerOf(request), request.body.data)
-      return reply.code(201).send(success(account))
+      return reply.code(201).send(success(withRootFlag(ctx.engine, account)))
     },
   )
 
@@ -70,7 +71,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
     },
     async (request, reply) => {
       const account = await onboardMerchant(ctx, actorOf(callerOf(request)), request.body.data)
-      return reply.code(201).send(success(account))
+      return reply.code(201).send(success(withRootFlag(ctx.engine, account)))
     },
   )
 }

@@ -4,9 +4,10 @@ import { changeSubRole, setAccountStatus } from '../../commands/accountLifecycle
 import { getAccount, listAccounts } from '../../commands/accountQueries.js'
 import type { CommandContext } from '../../commands/context.js'
 import { routePermissions } from '../../domain/permissions.js'
+import { withRootFlag } from '../../domain/root.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Account, AccountStatusSchema, CommandBody, Lang, MerchantId, Paging, PlainText, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
+import { Account, AccountStatusSchema, CommandBody, Lang, MerchantId, Paging, PlainText, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../../schemas/common.js'
 
 const UserParams = Type.Object({ userId: UserId })
 
@@ -50,7 +51,10 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
         response: responses(200, Type.Object({ items: Type.Array(Account), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() })),
       },
     },
-    async (request) => success(await listAccounts(ctx, callerOf(request), request.query)),
+    async (request) => {
+      const page = await listAccounts(ctx, callerOf(request), request.query)
+      return success({ ...page, items: page.items.map((account) => withRootFlag(ctx.engine, account)) })
+    },
   )
 
   app.get(
@@ -59,7 +63,7 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
       config: { permission: routePermissions.adminRead },
       schema: { tags: ['accounts'], security: bearer, params: UserParams, querystring: ReadQuery(), response: responses(200, Account, [404]) },
     },
-    async (request) => success(await getAccount(ctx, callerOf(request), request.params.userId)),
+    async (request) => success(withRootFlag(ctx.engine, await getAccount(ctx, callerOf(request), request.params.userId))),
   )
 
   app.post(
@@ -68,7 +72,10 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
       config: { permission: routePermissions.adminManage },
       schema: accountChangeSchema(SubRoleBody, [404, 413, 415]),
     },
-    async (request) => success(await changeSubRole(ctx, callerOf(request), request.params.userId, request.body.data.sub_role_code)),
+    async (request) => {
+      const change = await changeSubRole(ctx, callerOf(request), request.params.userId, request.body.data.sub_role_code)
+      return success({ ...change, account: withRootFlag(ctx.engine, change.account) })
+    },
   )
 
   for (const [path, command, status] of [
@@ -81,7 +88,10 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
         config: { permission: routePermissions.adminManage },
         schema: accountChangeSchema(statusBody(command), [404, 409, 413, 415]),
       },
-      async (request) => success(await setAccountStatus(ctx, callerOf(request), request.params.userId, status)),
+      async (request) => {
+        const change = await setAccountStatus(ctx, callerOf(request), request.params.userId, status)
+        return success({ ...change, account: withRootFlag(ctx.engine, change.account) })
+      },
     )
   }
 }

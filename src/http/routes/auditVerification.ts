@@ -7,7 +7,7 @@ import { routePermissions } from '../../domain/permissions.js'
 import { ROOT_SUB_ROLE, isRootAccount } from '../../domain/root.js'
 import { callerOf } from '../plugins/authentication.js'
 import { success } from '../envelope.js'
-import { ReadQuery, bearer, responses } from '../schemas/common.js'
+import { ReadQuery, bearer, responses } from '../../schemas/common.js'
 
 const AuditVerificationData = Type.Object({
   valid: Type.Boolean(),

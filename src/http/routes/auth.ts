@@ -8,7 +8,7 @@ import { normaliseIp } from '../../domain/clientIp.js'
 import { ServiceError } from '../../domain/errors.js'
 import { success } from '../envelope.js'
 import { callerOf, tokenOf } from '../plugins/authentication.js'
-import { CommandBody, Email, Lang, bearer, responses } from '../schemas/common.js'
+import { CommandBody, Email, Lang, bearer, responses } from '../../schemas/common.js'
 
 const LoginBody = CommandBody(
   'login',

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Account } from '../../domain/principals.js'
-import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from '../../domain/identifiers.js'
+import { isDomainName, isPermissionPart } from '../../domain/identifiers.js'
 import { ServiceError } from '../../domain/errors.js'
 import { normaliseOriginalPath, type PathAmbiguity } from '../../domain/originalPath.js'
 import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
@@ -10,9 +10,10 @@ import type { ServiceMetrics } from '../serviceMetrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
+import { MAX_BATCH_CHECKS } from '../plainBatch.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../schemas/common.js'
-import { CheckReason, CheckResultItem } from '../schemas/permissions.js'
+import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../../schemas/common.js'
+import { CheckReason, CheckResultItem } from '../../schemas/permissions.js'
 
 const Explain = Type.Optional(Type.Boolean({ description: 'Also say why (`reason`): needs permission:read, even about oneself' }))
 const CheckQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), user_id: Type.Optional(UserId), explain: Explain })
@@ -26,7 +27,7 @@ export const BatchBody = CommandBody(
       explain: Explain,
       checks: Type.Array(Type.Object({ obj: Obj, act: Act, domain: Type.Optional(Domain) }, { additionalProperties: false }), {
         minItems: 1,
-        maxItems: 100,
+        maxItems: MAX_BATCH_CHECKS,
       }),
     },
     { additionalProperties: false },
@@ -39,9 +40,7 @@ export const ANSWERS = { true: JSON.stringify(success({ allowed: true })), false
 
 const VerifyQuery = ReadQuery({ obj: Type.Optional(Obj), act: Type.Optional(Act), domain: Type.Optional(Domain) })
 
-const PERMISSION_PART = new RegExp(PERMISSION_PART_PATTERN)
 export const VERIFY_PREFIX = '/v2/authz/verify'
-const DOMAIN = new RegExp(DOMAIN_PATTERN)
 
 /** One header's value, when it is sent once. */
 function header(headers: FastifyRequest['headers'], name: string): string | undefined {
@@ -64,7 +63,7 @@ export function forwardAuthPair(query: Pick<Static<typeof VerifyQuery>, 'obj' | 
   const act = header(headers, 'x-authz-act')
   if (obj !== undefined && act !== undefined) {
     const domain = header(headers, 'x-authz-domain')
-    if (!PERMISSION_PART.test(obj) || !PERMISSION_PART.test(act) || (domain !== undefined && !DOMAIN.test(domain))) return null
+    if (!isPermissionPart(obj) || !isPermissionPart(act) || (domain !== undefined && !isDomainName(domain))) return null
     return { obj, act, domain }
   }
   const method = header(headers, 'x-original-method') ?? header(headers, 'x-forwarded-method')
@@ -82,7 +81,7 @@ export function mappedPair(routeMap: RouteMap | null, method: string, uri: strin
   const path = normaliseOriginalPath(uri)
   if ('ambiguous' in path) return path
   const matched = routeMap?.match(method, path.segments) ?? null
-  if (matched === null || (matched.domain !== undefined && !DOMAIN.test(matched.domain))) return null
+  if (matched === null || (matched.domain !== undefined && !isDomainName(matched.domain))) return null
   return matched
 }
 

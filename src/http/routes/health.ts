@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ServiceError } from '../../domain/errors.js'
 import { success } from '../envelope.js'
-import { SuccessEnvelope } from '../schemas/common.js'
+import { SuccessEnvelope } from '../../schemas/common.js'
 
 const Status = SuccessEnvelope(Type.Object({ status: Type.String() }))
 

@@ -5,7 +5,7 @@ import { listMerchants } from '../../commands/listMerchants.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Paging, PlainText, ReadQuery, bearer, responses } from '../schemas/common.js'
+import { Paging, PlainText, ReadQuery, bearer, responses } from '../../schemas/common.js'
 
 const MerchantItem = Type.Object({ merchant_id: Type.String(), created_at: Type.String({ format: 'date-time' }), admins: Type.Integer() })
 

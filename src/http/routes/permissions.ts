@@ -8,9 +8,9 @@ import { getCatalog, getRolePermissions, getUserPermissions } from '../../comman
 import { revokeUserPermission, setUserPermission } from '../../commands/userOverrides.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
-import { localisedPermissions } from '../i18n/index.js'
+import { localisedPermissions } from '../../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Domain, Lang, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../schemas/common.js'
+import { Domain, Lang, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../../schemas/common.js'
 import {
   AuditItem,
   AuditQuery,
@@ -23,7 +23,7 @@ import {
   UserPermissionsData,
   overrideCommand,
   pairCommand,
-} from '../schemas/permissions.js'
+} from '../../schemas/permissions.js'
 
 const RoleParams = Type.Object({ subRoleCode: SubRoleCode })
 const UserParams = Type.Object({ userId: UserId })

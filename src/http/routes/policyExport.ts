@@ -5,7 +5,7 @@ import { exportPolicy } from '../../commands/exportPolicy.js'
 import { ServiceError } from '../../domain/errors.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { callerOf } from '../plugins/authentication.js'
-import { Domain, ReadQuery, bearer, responses } from '../schemas/common.js'
+import { Domain, ReadQuery, bearer, responses } from '../../schemas/common.js'
 import { ROOT_SUB_ROLE, isRootAccount } from '../../domain/root.js'
 
 /**

@@ -4,12 +4,13 @@ import { getOwnPermissions } from '../../commands/permissionQueries.js'
 import type { CommandContext } from '../../commands/context.js'
 import { changePassword } from '../../commands/replacePassword.js'
 import type { LoginLimits } from '../../domain/loginLimits.js'
+import { withRootFlag } from '../../domain/root.js'
 import type { TokenIssuer } from '../../security/tokens.js'
 import { success } from '../envelope.js'
-import { localisedPermissions } from '../i18n/index.js'
+import { localisedPermissions } from '../../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
-import { CommandBody, Domain, Lang, Password, ProfileAccount, ReadQuery, bearer, responses } from '../schemas/common.js'
-import { UserPermissionsData } from '../schemas/permissions.js'
+import { CommandBody, Domain, Lang, Password, ProfileAccount, ReadQuery, bearer, responses } from '../../schemas/common.js'
+import { UserPermissionsData } from '../../schemas/permissions.js'
 import { withRetryAfter } from './auth.js'
 
 const PasswordBody = CommandBody(
@@ -58,7 +59,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext & { 
         response: responses(200, ProfileAccount),
       },
     },
-    async (request) => success(callerOf(request).account),
+    async (request) => success(withRootFlag(ctx.engine, callerOf(request).account)),
   )
   app.get(
     '/v2/profile/permissions',

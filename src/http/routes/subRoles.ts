@@ -6,7 +6,7 @@ import { NEW_SUB_ROLE_CODE_PATTERN } from '../../domain/identifiers.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
-import { CommandBody, Domain, Lang, Paging, PlainText, ReadQuery, bearer, responses } from '../schemas/common.js'
+import { CommandBody, Domain, Lang, Paging, PlainText, ReadQuery, bearer, responses } from '../../schemas/common.js'
 
 export const SubRoleItem = Type.Object({
   code: Type.String(),

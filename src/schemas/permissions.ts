@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../../domain/audit.js'
-import { REASON_KINDS } from '../../engine/explain.js'
+import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../domain/audit.js'
+import { REASON_KINDS } from '../engine/explain.js'
 import { Act, CommandBody, Domain, Obj, Paging, PlainText, ReadQuery } from './common.js'
 
 export const PairData = Type.Object(

@@ -3,7 +3,7 @@ import addFormatsModule from 'ajv-formats'
 import type { FastifySchema } from 'fastify'
 import type { FieldError } from '../domain/errors.js'
 import { DeferredCompiles } from './deferredCompile.js'
-import type { Translate } from './i18n/index.js'
+import type { Translate } from '../i18n/index.js'
 
 type AddFormats = (ajv: Ajv) => Ajv
 // ajv-formats is CommonJS with a default export; under NodeNext its namespace holds the function.

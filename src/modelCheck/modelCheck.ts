@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { newEnforcer, type Enforcer } from 'casbin'
 import { RulesAdapter, StorageAdapter, type PolicyRules } from '../engine/adapter.js'
-import { readCsvLine } from '../domain/policyCsv.js'
+import { parsePolicyCsv, readCsvLine } from '../domain/policyCsv.js'
+import { GLOBAL_DOMAIN } from '../domain/principals.js'
+import { byCodeUnits } from '../domain/textOrder.js'
 import { isReferenceModel } from '../engine/engine.js'
 import { ModelError, parseModel, readModel } from '../engine/model.js'
 import { listCatalog } from '../storage/catalog.js'
@@ -43,11 +45,11 @@ function probeRequests(p: string[][], g: string[][]): string[][] {
   const holder = new Map<string, string[]>()
   for (const rule of g) if (rule[1] !== undefined && !holder.has(rule[1])) holder.set(rule[1], rule)
   const step = Math.max(1, Math.ceil(p.length / MAX_PROBES))
-  const requests: string[][] = [['probe-subject', 'global', 'probe-object', 'probe-action']]
+  const requests: string[][] = [['probe-subject', GLOBAL_DOMAIN, 'probe-object', 'probe-action']]
   for (let i = 0; i < p.length; i += step) {
     const [sub = '', dom = '', obj = '', act = ''] = p[i] ?? []
     const assignment = holder.get(sub)
-    requests.push(assignment === undefined ? [sub, dom, obj, act] : [assignment[0] ?? sub, dom === 'global' ? (assignment[2] ?? dom) : dom, obj, act])
+    requests.push(assignment === undefined ? [sub, dom, obj, act] : [assignment[0] ?? sub, dom === GLOBAL_DOMAIN ? (assignment[2] ?? dom) : dom, obj, act])
   }
   return requests
 }
@@ -71,13 +73,13 @@ async function replaySynthetic(text: string): Promise<void> {
   let enforcer: Enforcer
   try {
     enforcer = await newEnforcer(parseModel(text))
-    await enforcer.addGroupingPolicy('probe-user', 'probe-role', 'global')
-    await enforcer.addPolicy('probe-role', 'global', 'probe-object', 'probe-action', 'allow')
+    await enforcer.addGroupingPolicy('probe-user', 'probe-role', GLOBAL_DOMAIN)
+    await enforcer.addPolicy('probe-role', GLOBAL_DOMAIN, 'probe-object', 'probe-action', 'allow')
   } catch (error) {
     if (error instanceof ModelError) throw error
     throw new ModelError(`the model cannot hold a role grant: ${(error as Error).message}`)
   }
-  await replay(enforcer, [['probe-user', 'global', 'probe-object', 'probe-action']], 'a role grant')
+  await replay(enforcer, [['probe-user', GLOBAL_DOMAIN, 'probe-object', 'probe-action']], 'a role grant')
 }
 
 export interface CheckedModel {
@@ -206,10 +208,18 @@ export function readDecisions(path: string): DecisionsFile {
   return { path, decisions, rules: rules.p.length + rules.g.length > 0 ? rules : null }
 }
 
-/** A Casbin policy CSV (`p, …` and `g, …` lines, `#` comment lines), as Casbin's file adapter and `policy import` read one. */
-export function readPolicyFile(path: string): PolicyRules {
+/**
+ * A policy file as `policy import` reads it (parsePolicyCsv): its header
+ * checked, each `# expires_at` tied to the override after it, and an override
+ * whose instant has passed left out, since it decides nothing. A line the
+ * import would refuse to read refuses the check.
+ */
+export function readPolicyFile(path: string, now = Date.now()): PolicyRules {
+  const parsed = parsePolicyCsv(readText(path, 'policy file'))
+  const problem = parsed.problems[0]
+  if (problem !== undefined) throw new InputFileError(`${path}:${problem.line}: ${problem.reason}`)
   const rules: PolicyRules = { p: [], g: [] }
-  contentLines(path, readText(path, 'policy file'), (raw, where) => policyLine(raw, where, rules))
+  for (const line of parsed.lines) if ((line.expiresAt ?? Number.POSITIVE_INFINITY) > now) rules[line.ptype].push(line.values)
   return rules
 }
 
@@ -281,7 +291,6 @@ export interface Difference {
 }
 
 const sorted = (values: Iterable<string>) => [...new Set(values)].sort()
-const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /**
  * Every subject the policy names (p subjects, g members and roles) in every
@@ -296,7 +305,7 @@ export async function comparisonSpace(rules: PolicyRules, db?: Queryable): Promi
   for (const [, , obj = '', act = ''] of rules.p) addPair(obj, act)
   return {
     subjects: sorted([...rules.p.map((r) => r[0] ?? ''), ...rules.g.flatMap((r) => [r[0] ?? '', r[1] ?? ''])].filter((s) => s !== '')),
-    domains: sorted(['global', ...rules.p.map((r) => r[1] ?? ''), ...rules.g.map((r) => r[2] ?? '')].filter((d) => d !== '')),
+    domains: sorted([GLOBAL_DOMAIN, ...rules.p.map((r) => r[1] ?? ''), ...rules.g.map((r) => r[2] ?? '')].filter((d) => d !== '')),
     pairs: [...pairs.values()].sort(([o1, a1], [o2, a2]) => byCodeUnits(o1, o2) || byCodeUnits(a1, a2)),
   }
 }

@@ -5,8 +5,8 @@ import {
   PERMISSION_PART_PATTERN,
   SUB_ROLE_CODE_PATTERN,
   UUID_PATTERN,
-} from '../../domain/identifiers.js'
-import { ACCOUNT_STATUSES, PRINCIPAL_TYPES } from '../../domain/principals.js'
+} from '../domain/identifiers.js'
+import { ACCOUNT_STATUSES, GLOBAL_DOMAIN, PRINCIPAL_TYPES } from '../domain/principals.js'
 
 /** Shared schema atoms; request and response types come from `Static<typeof X>`. */
 export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ana@example.com'] })
@@ -25,7 +25,7 @@ export const Name = PlainText(1, 200)
 export const Phone = Type.String({ minLength: 1, maxLength: 40, pattern: '^[0-9+()\\-. ]+$' })
 export const SubRoleCode = Type.String({ pattern: SUB_ROLE_CODE_PATTERN, examples: ['support_agent'] })
 export const MerchantId = Type.String({ pattern: MERCHANT_ID_PATTERN, examples: ['m-1001'] })
-export const Domain = Type.String({ pattern: DOMAIN_PATTERN, examples: ['global', 'm-1001'] })
+export const Domain = Type.String({ pattern: DOMAIN_PATTERN, examples: [GLOBAL_DOMAIN, 'm-1001'] })
 export const UserId = Type.String({ pattern: UUID_PATTERN, examples: ['3f0c4b7e-9a3b-4c7e-9d2a-1b2c3d4e5f60'] })
 export const Obj = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['orders'] })
 export const Act = Type.String({ pattern: PERMISSION_PART_PATTERN, examples: ['refund'] })
@@ -71,6 +71,7 @@ export const Account = Type.Object({
   principal_type: PrincipalTypeSchema,
   merchant_id: Type.Union([Type.String(), Type.Null()]),
   sub_role_code: Type.String(),
+  is_root: Type.Boolean({ description: 'Its sub-role is root: it holds every permission, and its sub-role is neither given nor taken away' }),
   parent_role: Type.Union([PrincipalTypeSchema, Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   status: AccountStatusSchema,

@@ -1,0 +1,102 @@
+import type { IncomingMessage } from 'node:http'
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { acceptedClientRequestId, echoedRequestId, nextRequestId } from './requestId.js'
+import { kRevisionSlot } from './symbols.js'
+
+/**
+ * The headers every answer of the service carries, whichever path writes it:
+ * a route (through createFastify's onSend hook), a fast path (fastAnswer.ts),
+ * or an answer given where no route runs (rawAnswers.ts, shutdown.ts). This
+ * is the one place that names and fills them:
+ *
+ * - `x-request-id`: the client's own id when it sent an acceptable one, else ours;
+ * - `x-content-type-options: nosniff`: browsers never guess a content type;
+ * - `x-policy-revision`: the revision this replica's memory reflects, wherever a replica answers.
+ */
+
+/** What says which policy revision an answer reflects: the replica. */
+export interface RevisionSource {
+  readonly revisionText: string
+}
+
+/** Where a header goes: a Fastify reply, the object of a `writeHead`, the lines of an answer written on the socket. */
+type SetHeader<T> = (target: T, name: string, value: string) => void
+
+/** The one writer: every path below calls it with its own kind of target. */
+function writeServiceHeaders<T>(target: T, set: SetHeader<T>, requestId: string, revision: RevisionSource | null): void {
+  set(target, 'x-request-id', requestId)
+  set(target, 'x-content-type-options', 'nosniff')
+  if (revision !== null) set(target, 'x-policy-revision', revision.revisionText)
+}
+
+const onReply: SetHeader<FastifyReply> = (reply, name, value) => {
+  reply.header(name, value)
+}
+const inObject: SetHeader<Record<string, string | number>> = (headers, name, value) => {
+  headers[name] = value
+}
+const asLines: SetHeader<string[]> = (lines, name, value) => {
+  lines.push(`${name}: ${value}\r\n`)
+}
+
+/** The id an answer given outside Fastify carries: the client's when it is acceptable, else the next of ours. */
+export function rawRequestId(request: Pick<IncomingMessage, 'headers'>): string {
+  return acceptedClientRequestId(request.headers['x-request-id']) ?? nextRequestId()
+}
+
+/** A route's answer, or one Fastify sends where no hook runs (the router's refusals): on its reply. */
+export function setServiceHeaders(reply: FastifyReply, revision: RevisionSource | null): void {
+  writeServiceHeaders(reply, onReply, echoedRequestId(reply.request), revision)
+}
+
+/** An answer written with Node's `writeHead` (fast paths, refusals while stopping): into its headers object. */
+export function addServiceHeaders(headers: Record<string, string | number>, requestId: string, revision: RevisionSource | null): void {
+  writeServiceHeaders(headers, inObject, requestId, revision)
+}
+
+/** An answer written on the socket itself (what Node's parser refuses): its header lines, each ending in CRLF. */
+export function serviceHeaderLines(requestId: string): string {
+  const lines: string[] = []
+  writeServiceHeaders(lines, asLines, requestId, null)
+  return lines.join('')
+}
+
+/** What answers the current policy revision: the replica, once the app is registered. */
+interface RevisionSlot {
+  replica: RevisionSource | null
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set by serviceHeaders(): where its hook reads `x-policy-revision` from. */
+    [kRevisionSlot]?: RevisionSlot
+  }
+}
+
+/**
+ * Every answer of `fastify` gets the service's headers, from one onSend
+ * hook (two hooks cost each answer one more step of Fastify's hook runner);
+ * `x-policy-revision` once answerRevision() says which replica answers.
+ * Once `stopping`, an answer also tells its client not to send another
+ * request on this connection.
+ */
+export function serviceHeaders(fastify: FastifyInstance, stopping: () => boolean): void {
+  const slot: RevisionSlot = { replica: null }
+  fastify.decorate(kRevisionSlot, slot)
+  // Callback style: an async hook would cost every request a promise.
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    setServiceHeaders(reply, slot.replica)
+    if (stopping()) reply.header('connection', 'close')
+    done(null, payload)
+  })
+}
+
+/**
+ * Every answer of `fastify` says which revision `replica` reflects. A Fastify
+ * not built by createFastify() gets serviceHeaders()'s hook here, so its
+ * answers carry the same headers.
+ */
+export function answerRevision(fastify: FastifyInstance, replica: RevisionSource): void {
+  if (fastify[kRevisionSlot] === undefined) serviceHeaders(fastify, () => false)
+  ;(fastify[kRevisionSlot] as RevisionSlot).replica = replica
+}
