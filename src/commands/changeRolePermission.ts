@@ -26,7 +26,7 @@ async function writeRoleRule(
   const rule = [subRole, domain, input.obj, input.act, 'allow']
   const apply = async (tx: Queryable): Promise<boolean> => {
     if (action === 'revoke') return deleteRule(tx, 'p', rule)
-    await ensureSubRole(tx, subRole)
+    await ensureSubRole(tx, domain, subRole)
     return insertRule(tx, 'p', rule)
   }
   const outcome = await ctx.writes.run(async (tx) => ({
@@ -50,7 +50,7 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
   await assertDomainExists(ctx.db, domain)
   // Role grants never expire: a caller holding the pair only until an override of its own expires may not give it to a role.
   assertMayGrant({ ...callerStanding(ctx, caller, domain, input), expiresAt: null, targetIsRoot: isRootSubRole(ctx.engine, subRole), targetRole: subRole })
-  await assertSubRoleKnown(ctx, subRole)
+  await assertSubRoleKnown(ctx, domain, subRole)
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'grant')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'grant')
 }
@@ -60,6 +60,7 @@ export async function revokeRolePermission(ctx: CommandContext, caller: Caller, 
   const domain = roleDomain(caller.account, input.domain)
   await assertDomainExists(ctx.db, domain)
   assertMayRevoke(callerStanding(ctx, caller, domain, input))
+  await assertSubRoleKnown(ctx, domain, subRole)
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'revoke')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'revoke')
 }
