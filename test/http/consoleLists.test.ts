@@ -1,4 +1,6 @@
 import t from 'tap'
+import type { Static } from '@sinclair/typebox'
+import type { SubRoleItem as SubRoleItemSchema } from '../../src/http/routes/subRoles.js'
 import { readFileSync } from 'node:fs'
 import { declaredCatalog } from '../../src/domain/permissions.js'
 import { readChangesAfter } from '../../src/storage/changes.js'
@@ -7,13 +9,7 @@ import { errorShapeProblems } from '../support/envelope.js'
 
 /** The lists the admin console reads, explicit sub-roles and localised catalog labels. */
 
-interface SubRoleItem {
-  code: string
-  label: string | null
-  is_root: boolean
-  members: number
-  rules: number
-}
+type SubRoleItem = Static<typeof SubRoleItemSchema>
 
 t.test('list-sub-roles and create-sub-role', async (t) => {
   const ta = await buildTestApp(t)
