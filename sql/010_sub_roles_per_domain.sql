@@ -21,7 +21,8 @@
 -- row in D or in `global`; the service keeps it so.
 
 -- An account's sub-role is a row of its home domain or of `global`; one
--- foreign key cannot say "either", so the commands keep it.
+-- foreign key cannot say "either", so a trigger says it, with a foreign key's
+-- SQLSTATE (sub-roles are never removed, so only the account side is checked).
 ALTER TABLE admin_accounts DROP CONSTRAINT admin_accounts_sub_role_code_fkey;
 
 ALTER TABLE sub_roles DROP CONSTRAINT sub_roles_pkey, ADD COLUMN domain text NOT NULL DEFAULT 'global';
@@ -46,3 +47,20 @@ ALTER TABLE sub_roles
   ADD PRIMARY KEY (domain, code),
   ADD CONSTRAINT sub_roles_root_is_global CHECK (domain = 'global' OR NOT is_root),
   DROP COLUMN created_domain;
+
+CREATE FUNCTION admin_accounts_sub_role_known() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (
+    SELECT 1 FROM sub_roles WHERE code = NEW.sub_role_code AND domain IN (coalesce(NEW.merchant_id, 'global'), 'global')
+  ) THEN
+    RAISE EXCEPTION 'sub-role % is not known in %', NEW.sub_role_code, coalesce(NEW.merchant_id, 'global')
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER admin_accounts_sub_role_known
+  BEFORE INSERT OR UPDATE OF sub_role_code, merchant_id ON admin_accounts
+  FOR EACH ROW EXECUTE FUNCTION admin_accounts_sub_role_known();

@@ -191,4 +191,19 @@ t.test('sub-roles move to a domain: one merchant keeps its own, anything else be
   t.equal(m1.shared, null, "m1 sees the shared template without m2's label")
   t.equal((await labels('m2')).shared, 'Made by m2', 'm2 keeps its label')
   await t.rejects(db.query("INSERT INTO sub_roles (domain, code, is_root) VALUES ('m1', 'boss', true)"), { code: '23514' }, 'only global sub-roles may be root')
+  const account = (id: string, merchant: string, code: string) =>
+    db.query("INSERT INTO admin_accounts (id, email, password_hash, name, principal_type, merchant_id, sub_role_code) VALUES ($1, $2, 'x', 'N', 'merchant', $3, $4)", [
+      id,
+      `${id}@example.com`,
+      merchant,
+      code,
+    ])
+  await t.rejects(account('00000000-0000-4000-8000-000000000010', 'm1', 'm2secret'), { code: '23503' }, "an account cannot hold another merchant's sub-role")
+  await account('00000000-0000-4000-8000-000000000011', 'm1', 'clerk')
+  await account('00000000-0000-4000-8000-000000000012', 'm1', 'picker')
+  await t.rejects(
+    db.query("UPDATE admin_accounts SET sub_role_code = 'gonly' WHERE id = '00000000-0000-4000-8000-000000000012'"),
+    { code: '23503' },
+    'nor be moved to one',
+  )
 })
