@@ -5,10 +5,12 @@ import { api, command } from './api.js'
 import { apiPath } from './routes.js'
 import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, homeDomain, useCatalog, useFormAction, useLoad } from './ui.js'
 
-function CreateSubRole({ onDone }) {
-  const { t } = useContext(Ctx)
+// A sub-role is created in the domain the list shows: the API forces a merchant admin's own merchant, so only system owners name it.
+function CreateSubRole({ domain, onDone }) {
+  const { t, me } = useContext(Ctx)
   const [submit, notice] = useFormAction(async (form) => {
-    const created = await api('POST', '/v2/admin/sub-roles', { body: command('create-sub-role', { code: form.get('code'), label: form.get('label') }) })
+    const scoped = me.principal_type === 'system_owner' ? { domain } : {}
+    const created = await api('POST', '/v2/admin/sub-roles', { body: command('create-sub-role', { code: form.get('code'), label: form.get('label'), ...scoped }) })
     onDone()
     return t('created', { code: created.code })
   })
@@ -142,6 +144,6 @@ export function SubRolesScreen() {
       : null}
     <${Pager} page=${data} onPage=${setPage} />
     ${selected ? html`<${Matrix} key=${`${selected.code}@${domain}`} role=${selected} domain=${domain} />` : html`<p>${t('chooseSubRole')}</p>`}
-    ${can('permission:assign') ? html`<${CreateSubRole} onDone=${reload} />` : null}
+    ${can('permission:assign') ? html`<${CreateSubRole} domain=${domain} onDone=${reload} />` : null}
   </section>`
 }

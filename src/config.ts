@@ -142,7 +142,7 @@ export interface Config {
   metricsToken: string | undefined
   /** Browser origins allowed to call /v2 (CORS); empty: CORS off. */
   corsOrigins: string[]
-  /** SUB_ROLES_EXPLICIT=true: a sub-role must be created (create-sub-role) before it is granted or assigned. */
+  /** SUB_ROLES_EXPLICIT=true: a sub-role must be created (create-sub-role) in the domain, or in `global`, before it is granted or assigned there. */
   subRolesExplicit: boolean
   /** What one client may hold of the HTTP server. */
   connections: {

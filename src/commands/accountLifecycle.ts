@@ -68,9 +68,9 @@ export async function changeSubRole(ctx: CommandContext, caller: Caller, userId:
     newSubRoleBeyondCaller: beyondCaller(ctx, caller, subRole, home),
     domain: home,
   })
-  await assertSubRoleKnown(ctx, subRole)
+  await assertSubRoleKnown(ctx, home, subRole)
   const outcome = await ctx.writes.run(async (tx) => {
-    await ensureSubRole(tx, subRole)
+    await ensureSubRole(tx, home, subRole)
     const moved = await setSubRole(tx, target.id, subRole)
     if (moved === null) return { changed: false, audit: [], changes: [], result: target }
     const before = [target.id, moved.previous, home]

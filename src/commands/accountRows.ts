@@ -16,7 +16,7 @@ export type AccountDraft = Omit<NewAccount, 'id'>
  * and plans the changes to memory (the account and its `g` row); the audit entry is the caller's to add.
  */
 export async function writeAccount(tx: Queryable, draft: AccountDraft): Promise<{ account: Account; changes: StoreChange[] }> {
-  await ensureSubRole(tx, draft.sub_role_code)
+  await ensureSubRole(tx, homeDomain(draft), draft.sub_role_code)
   let account: Account
   try {
     account = await insertAccount(tx, { id: randomUUID(), ...draft })

@@ -26,7 +26,7 @@ async function writeRoleRule(
   const rule = [subRole, domain, input.obj, input.act, 'allow']
   const apply = async (tx: Queryable): Promise<boolean> => {
     if (action === 'revoke') return deleteRule(tx, 'p', rule)
-    await ensureSubRole(tx, subRole)
+    await ensureSubRole(tx, domain, subRole)
     return insertRule(tx, 'p', rule)
   }
   const outcome = await ctx.writes.run(async (tx) => ({
@@ -56,7 +56,7 @@ export async function grantRolePermission(ctx: CommandContext, caller: Caller, s
     targetIsMerchantUser: false,
     targetRole: subRole,
   })
-  await assertSubRoleKnown(ctx, subRole)
+  await assertSubRoleKnown(ctx, domain, subRole)
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'grant')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'grant')
 }
@@ -67,6 +67,7 @@ export async function revokeRolePermission(ctx: CommandContext, caller: Caller, 
   await assertDomainExists(ctx.db, domain)
   // Only the role's allow row is removed: a role's deny is lifted by no command.
   assertMayRevoke(callerStanding(ctx, caller, domain, input))
+  await assertSubRoleKnown(ctx, domain, subRole)
   if (input.dry_run === true) return previewRoleCommand(ctx, subRole, input, domain, 'revoke')
   return writeRoleRule(ctx, caller, subRole, input, domain, 'revoke')
 }

@@ -188,7 +188,7 @@ async function apply(
       await setUser(values, expiresAt ?? null)
       continue
     }
-    await ensureSubRole(tx, values[0] ?? '')
+    await ensureSubRole(tx, values[1] ?? '', values[0] ?? '')
     if (await insertRule(tx, 'p', values)) {
       audit.push(entry(effectAction(values[4] ?? ''), values))
       changes.push(ruleAdded('p', values))

@@ -31,7 +31,7 @@ export async function registerAdmin(ctx: CommandContext, caller: Caller, input: 
   if (placement.merchant_id !== null && !(await merchantExists(ctx.db, placement.merchant_id))) {
     throw new ServiceError('MERCHANT_NOT_FOUND', { merchant_id: placement.merchant_id })
   }
-  await assertSubRoleKnown(ctx, input.sub_role_code)
+  await assertSubRoleKnown(ctx, home, input.sub_role_code)
   if (await emailTaken(ctx.db, input.email)) throw new ServiceError('EMAIL_TAKEN')
   const passwordHash = await ctx.passwords.hash(input.password)
   const outcome = await ctx.writes.run(async (tx) => {

@@ -167,18 +167,9 @@ export function loggedOutEverywhereEntry(account: AuditedAccount, actor: Actor):
   return accountEntry('logged_out_everywhere', account, actor)
 }
 
-/** `sub_role_created`: listed in the creator's home domain; a merchant creator's entry is its merchant's. */
-export function subRoleCreatedEntry(code: string, creator: Pick<Account, 'principal_type' | 'merchant_id'>, actor: Actor): AuditEntry {
-  return {
-    action: 'sub_role_created',
-    target_type: 'role',
-    target_id: code,
-    obj: null,
-    act: null,
-    domain: homeDomain(creator),
-    merchant_id: creator.principal_type === 'merchant' ? creator.merchant_id : null,
-    actor,
-  }
+/** `sub_role_created`: a role entry of the sub-role's domain, so it belongs to that domain's tenant as the role's rules do. */
+export function subRoleCreatedEntry(code: string, domain: string, actor: Actor): AuditEntry {
+  return { action: 'sub_role_created', target_type: 'role', target_id: code, obj: null, act: null, domain, merchant_id: tenantOfDomain(domain), actor }
 }
 
 /** `catalog_added`, `catalog_deactivated`, `catalog_reactivated`: the catalog synced at start-up, platform-wide, by the service. */

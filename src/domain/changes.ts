@@ -12,7 +12,8 @@ export type StoreChange =
   | { kind: 'rule'; op: 'add' | 'remove'; ptype: 'p' | 'g'; values: string[]; expires_at?: string | null }
   | { kind: 'account'; account: Account }
   | { kind: 'catalog'; entries: CatalogEntry[] }
-  | { kind: 'sub_role'; code: string; is_root: boolean }
+  /** A sub-role created in a domain (absent in changes written before sub-roles had one: read as `global`). */
+  | { kind: 'sub_role'; code: string; domain?: string; label?: string | null; is_root: boolean }
   | { kind: 'merchant'; id: string }
   /** One token logged out: refused until it expires (an RFC 3339 instant), when it is forgotten. */
   | { kind: 'token_ended'; jti: string; expires_at: string }

@@ -1,5 +1,5 @@
 import type { StoreChange } from '../domain/changes.js'
-import type { Account } from '../domain/principals.js'
+import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
 import type { AccountDirectory } from '../storage/accountDirectory.js'
 import type { PermissionEngine } from './engine.js'
 
@@ -28,7 +28,8 @@ export async function applyChange(memory: InMemoryState, change: StoreChange): P
       memory.engine.replaceCatalog(change.entries)
       return
     case 'sub_role':
-      memory.engine.setRootRole(change.code, change.is_root)
+      // Only `global` sub-roles are root; a merchant's sub-role of the same code must not clear a template's flag.
+      if ((change.domain ?? GLOBAL_DOMAIN) === GLOBAL_DOMAIN) memory.engine.setRootRole(change.code, change.is_root)
       return
     case 'token_ended':
       memory.accounts.endToken(change.jti, Date.parse(change.expires_at))

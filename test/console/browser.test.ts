@@ -195,6 +195,15 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     const after = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
     t.match(after.permissions, [{ obj: 'orders', act: 'refund', domain: 'shop-a' }], 'the API has the grant')
     t.ok(await page.getByLabel(/Refund orders/).isChecked(), 'the matrix shows it')
+
+    // Created while the list shows shop-a: the sub-role is shop-a's, not a platform template.
+    await page.getByLabel('Code').fill('picker')
+    await page.getByLabel('Label').fill('Shop-a picker')
+    await page.getByRole('button', { name: 'Create a sub-role' }).click()
+    await status('Created picker.')
+    await page.getByRole('cell', { name: 'Shop-a picker' }).waitFor()
+    t.match((await get('/v2/admin/sub-roles?domain=shop-a')).items.find((r) => r.code === 'picker'), { label: 'Shop-a picker' }, "created in the list's domain")
+    t.notOk((await get('/v2/admin/sub-roles?domain=shop-b')).items.some((r) => r.code === 'picker'), 'not seen in another merchant')
   })
 
   await t.test('a user: effective permissions with why, an override with expiry', async (t) => {
@@ -259,8 +268,9 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByText(/Audit chain verified: \d+ entries/).waitFor()
     await page.getByLabel('Action').fill('sub_role_created')
     await page.getByRole('button', { name: 'Filter' }).click()
-    await page.getByText('Page 1 of 1 (1 in all)').waitFor()
+    await page.getByText('Page 1 of 1 (2 in all)').waitFor()
     t.ok(await page.getByRole('cell', { name: 'role clerk' }).isVisible(), 'the creation is in the trail')
+    t.ok(await page.getByRole('cell', { name: 'role picker' }).isVisible(), "and the one in shop-a's domain")
     await page.screenshot({ path: join(shots, 'audit.png') })
   })
 
@@ -271,7 +281,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByLabel('Código').fill('clerk')
     await page.getByLabel('Etiqueta').fill('Otra')
     await page.getByRole('button', { name: 'Crear un subrol' }).click()
-    await page.getByRole('alert').filter({ hasText: 'Ya existe un subrol con el código clerk.' }).waitFor()
+    await page.getByRole('alert').filter({ hasText: 'Ya existe un subrol con el código clerk en este dominio.' }).waitFor()
     await page.getByLabel('Dominio').selectOption('shop-a')
     await page.getByRole('button', { name: 'Permisos: clerk' }).click()
     await page.getByLabel(/Reembolsar pedidos/).waitFor()
@@ -299,6 +309,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.equal(await page.getByText('shop-b').count(), 0, 'a link to the merchants shows its accounts instead')
     await open('Sub-roles')
     t.equal(await page.getByLabel('Domain').count(), 0, 'no domain picker')
+    await page.getByRole('cell', { name: 'Shop-a picker' }).waitFor()
     const ownerToken = await login('owner@shop-a.example', 'owner-pass-123')
     t.equal((await apiCall('GET', '/v2/admin/merchants', ownerToken)).status, 403, 'the API refuses it the merchant list')
 

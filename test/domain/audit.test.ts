@@ -87,13 +87,18 @@ const cases: Array<[string, AuditEntry, AuditEntry]> = [
   ['password_reset: by the service', passwordResetEntry(owner), account('password_reset', owner.id, 'global', null, SYSTEM_ACTOR)],
   [
     'sub_role_created by a merchant admin: in its merchant',
-    subRoleCreatedEntry('picker', clerk, merchantAdmin),
+    subRoleCreatedEntry('picker', 'm1', merchantAdmin),
     { action: 'sub_role_created', target_type: 'role', target_id: 'picker', obj: null, act: null, domain: 'm1', merchant_id: 'm1', actor: merchantAdmin },
   ],
   [
     'sub_role_created by a system owner: in global',
-    subRoleCreatedEntry('auditor', owner, admin),
+    subRoleCreatedEntry('auditor', 'global', admin),
     { action: 'sub_role_created', target_type: 'role', target_id: 'auditor', obj: null, act: null, domain: 'global', merchant_id: null, actor: admin },
+  ],
+  [
+    'sub_role_created by a system owner in a merchant: that merchant\'s entry, as its rules are',
+    subRoleCreatedEntry('auditor', 'm1', admin),
+    { action: 'sub_role_created', target_type: 'role', target_id: 'auditor', obj: null, act: null, domain: 'm1', merchant_id: 'm1', actor: admin },
   ],
   ...(['catalog_added', 'catalog_deactivated', 'catalog_reactivated'] as const).map((event): [string, AuditEntry, AuditEntry] => [
     `${event}: platform-wide, by the service`,

@@ -1,4 +1,6 @@
 import t from 'tap'
+import type { Static } from '@sinclair/typebox'
+import type { SubRoleItem as SubRoleItemSchema } from '../../src/http/routes/subRoles.js'
 import { readFileSync } from 'node:fs'
 import { declaredCatalog } from '../../src/domain/permissions.js'
 import { readChangesAfter } from '../../src/storage/changes.js'
@@ -7,13 +9,7 @@ import { errorShapeProblems } from '../support/envelope.js'
 
 /** The lists the admin console reads, explicit sub-roles and localised catalog labels. */
 
-interface SubRoleItem {
-  code: string
-  label: string | null
-  is_root: boolean
-  members: number
-  rules: number
-}
+type SubRoleItem = Static<typeof SubRoleItemSchema>
 
 t.test('list-sub-roles and create-sub-role', async (t) => {
   const ta = await buildTestApp(t)
@@ -30,12 +26,12 @@ t.test('list-sub-roles and create-sub-role', async (t) => {
 
   const created = await create({ code: 'support_agent', label: 'Support agent' })
   t.equal(created.statusCode, 201, 'create-sub-role answers 201')
-  t.match(created.json().data, { code: 'support_agent', label: 'Support agent', is_root: false })
+  t.match(created.json().data, { code: 'support_agent', label: 'Support agent', domain: 'global', is_root: false })
   t.type(created.json().data.revision, 'number')
   const audit = await ta.service.db.query('SELECT action, target_type, target_id, domain, actor_id FROM permission_audit WHERE action = $1', ['sub_role_created'])
   t.same(audit.rows, [{ action: 'sub_role_created', target_type: 'role', target_id: 'support_agent', domain: 'global', actor_id: ta.root.id }], 'audited as sub_role_created')
   const changes = await readChangesAfter(ta.service.db, created.json().data.revision - 1)
-  t.same(changes[0]?.changes, [{ kind: 'sub_role', code: 'support_agent', is_root: false }], 'other replicas learn it from the change feed')
+  t.same(changes[0]?.changes, [{ kind: 'sub_role', code: 'support_agent', domain: 'global', label: 'Support agent', is_root: false }], 'other replicas learn it, with its domain, from the change feed')
 
   const again = await create({ code: 'support_agent', label: 'Other' })
   t.equal(again.statusCode, 409, 'the same code twice')

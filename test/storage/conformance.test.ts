@@ -19,7 +19,7 @@ import { openPostgres } from '../../src/storage/pg.js'
 import { openPGlite } from '../../src/storage/pglite.js'
 import { deleteRule, insertRule, iterateRules } from '../../src/storage/policyRows.js'
 import { bumpRevision, currentRevision } from '../../src/storage/revision.js'
-import { insertSubRole, listDomainSubRoles, listSubRoles, subRoleExists } from '../../src/storage/subRoles.js'
+import { ensureSubRole, insertSubRole, listDomainSubRoles, listSubRoles, subRoleKnownIn } from '../../src/storage/subRoles.js'
 import { postgresUrl } from '../helper.js'
 
 /**
@@ -214,20 +214,35 @@ for (const backend of backends) {
     t.test('sub-roles: insert once, exist, list, and the domain view', async (t) => {
       const code = unique('role_')
       const merchant = unique('m')
+      const other = unique('m')
       await insertMerchant(db, merchant)
-      t.ok(await insertSubRole(db, code, 'A role', merchant))
-      t.notOk(await insertSubRole(db, code, 'Again', merchant), 'a taken code is refused')
-      t.ok(await subRoleExists(db, code))
-      t.ok((await listSubRoles(db)).some((r) => r.code === code))
+      await insertMerchant(db, other)
+      t.ok(await insertSubRole(db, merchant, code, 'A role'))
+      t.notOk(await insertSubRole(db, merchant, code, 'Again'), 'a taken code is refused in its domain')
+      t.ok(await subRoleKnownIn(db, merchant, code))
+      t.notOk(await subRoleKnownIn(db, other, code), 'another merchant does not know it')
+      t.notOk(await subRoleKnownIn(db, 'global', code), 'nor does global')
+      t.ok((await listSubRoles(db)).some((r) => r.code === code && r.domain === merchant))
       await insertRule(db, 'p', [code, merchant, 'orders', 'read'])
       const view = await listDomainSubRoles(db, merchant, 1, 50)
       t.equal(view.items.find((r) => r.code === code)?.rules, 1, 'its rule in the domain is counted')
       t.ok(view.items.some((r) => r.is_root), 'root is known in every domain')
-      const elsewhere = await listDomainSubRoles(db, unique('m'), 1, 50)
       t.notOk(
-        elsewhere.items.some((r) => r.code === code),
+        (await listDomainSubRoles(db, other, 1, 50)).items.some((r) => r.code === code),
         'a role created in one merchant is not listed in another',
       )
+
+      t.ok(await insertSubRole(db, other, code, 'Theirs'), 'the same code in another merchant')
+      t.ok(await insertSubRole(db, 'global', code, 'Template'), 'and in global')
+      const labels = async (domain: string) => (await listDomainSubRoles(db, domain, 1, 50)).items.find((r) => r.code === code)?.label
+      t.same([await labels(merchant), await labels(other), await labels('global'), await labels(unique('m'))], ['A role', 'Theirs', 'Template', 'Template'], "each domain's own label wins over the template's")
+
+      const used = unique('role_')
+      await ensureSubRole(db, merchant, used)
+      t.ok(await subRoleKnownIn(db, merchant, used), 'first use creates it where it is used')
+      t.notOk(await subRoleKnownIn(db, other, used))
+      await ensureSubRole(db, other, code)
+      t.equal((await listSubRoles(db)).filter((r) => r.code === code).length, 3, 'first use of a code known there makes no row')
     })
 
     t.test('policy rows: insert once, delete, iterate by domain', async (t) => {

@@ -3,6 +3,7 @@ import { buildService } from '../../src/compose.js'
 import { declaredCatalog } from '../../src/domain/permissions.js'
 import type { Database } from '../../src/storage/db.js'
 import { migrate, readMigrations, type Migration } from '../../src/storage/migrate.js'
+import { listDomainSubRoles, subRoleKnownIn } from '../../src/storage/subRoles.js'
 import { backend, freshDatabase, secondConnection, testConfig } from '../helper.js'
 
 const all = readMigrations().map((m) => m.version)
@@ -127,4 +128,82 @@ t.test('replicas starting together migrate, sync the catalog and bootstrap once'
     const account = await service.accounts.get(admins[0]?.id ?? '')
     t.equal(account?.sub_role_code, 'super_admin', 'every replica knows the admin, whichever created it')
   }
+})
+
+t.test('sub-roles move to a domain: one merchant keeps its own, anything else becomes a global template', async (t) => {
+  const db = await freshDatabase(t)
+  const before = readMigrations().filter((m) => m.version < '010')
+  await migrate(db, before)
+  // A store as it was when codes were one namespace: labels, creators, holders and rules.
+  await db.exec(`
+    INSERT INTO merchants (id) VALUES ('m1'), ('m2');
+    INSERT INTO sub_roles (code, label, created_domain) VALUES
+      ('m2secret', 'Secret', 'm2'), ('shared', 'Made by m2', 'm2'), ('template', 'Template', 'global'),
+      ('clerk', NULL, NULL), ('picker', NULL, NULL), ('gonly', NULL, NULL), ('auditor', NULL, NULL),
+      ('staff', NULL, NULL), ('mixed', NULL, NULL), ('unused', NULL, NULL);
+    INSERT INTO admin_accounts (id, email, password_hash, name, principal_type, merchant_id, sub_role_code) VALUES
+      ('00000000-0000-4000-8000-000000000001', 'root@m1.example', 'x', 'R', 'merchant', 'm1', 'super_admin'),
+      ('00000000-0000-4000-8000-000000000002', 'secret@m2.example', 'x', 'S', 'merchant', 'm2', 'm2secret'),
+      ('00000000-0000-4000-8000-000000000003', 'shared@m1.example', 'x', 'S', 'merchant', 'm1', 'shared'),
+      ('00000000-0000-4000-8000-000000000004', 'clerk@m1.example', 'x', 'C', 'merchant', 'm1', 'clerk'),
+      ('00000000-0000-4000-8000-000000000005', 'clerk@m2.example', 'x', 'C', 'merchant', 'm2', 'clerk'),
+      ('00000000-0000-4000-8000-000000000006', 'staff@example.com', 'x', 'S', 'system_owner', NULL, 'staff'),
+      ('00000000-0000-4000-8000-000000000007', 'mixed@m1.example', 'x', 'M', 'merchant', 'm1', 'mixed');
+    INSERT INTO casbin_rule (ptype, v0, v1, v2, v3, v4) VALUES
+      ('p', 'picker', 'm1', 'orders', 'read', 'allow'),
+      ('p', 'auditor', 'global', 'reports', 'read', 'allow'),
+      ('p', 'mixed', 'global', 'orders', 'read', 'allow'),
+      ('g', '00000000-0000-4000-8000-000000000009', 'gonly', 'm2', '', '');
+  `)
+  t.same(await migrate(db), all.filter((v) => v >= '010'))
+
+  const { rows } = await db.query<{ domain: string; code: string; label: string | null; is_root: boolean }>(
+    'SELECT domain, code, label, is_root FROM sub_roles ORDER BY code, domain',
+  )
+  t.same(
+    rows,
+    [
+      { domain: 'global', code: 'auditor', label: null, is_root: false },
+      { domain: 'global', code: 'clerk', label: null, is_root: false },
+      { domain: 'm2', code: 'gonly', label: null, is_root: false },
+      { domain: 'm2', code: 'm2secret', label: 'Secret', is_root: false },
+      { domain: 'global', code: 'mixed', label: null, is_root: false },
+      { domain: 'm1', code: 'picker', label: null, is_root: false },
+      { domain: 'global', code: 'shared', label: null, is_root: false },
+      { domain: 'm2', code: 'shared', label: 'Made by m2', is_root: false },
+      { domain: 'global', code: 'staff', label: null, is_root: false },
+      { domain: 'global', code: 'super_admin', label: null, is_root: true },
+      { domain: 'global', code: 'template', label: 'Template', is_root: false },
+      { domain: 'global', code: 'unused', label: null, is_root: false },
+    ],
+    'one merchant alone keeps its code (label included); shared, global and unused codes are templates; root stays global; a label stays with its merchant',
+  )
+
+  const { rows: uses } = await db.query<{ domain: string; code: string }>(
+    `SELECT coalesce(merchant_id, 'global') AS domain, sub_role_code AS code FROM admin_accounts
+     UNION SELECT v1, v0 FROM casbin_rule WHERE ptype = 'p' UNION SELECT v2, v1 FROM casbin_rule WHERE ptype = 'g'`,
+  )
+  for (const use of uses) t.ok(await subRoleKnownIn(db, use.domain, use.code), `${use.code} still known where it is used (${use.domain})`)
+  t.notOk(await subRoleKnownIn(db, 'm1', 'm2secret'), "m1 does not know m2's sub-role")
+  const labels = async (domain: string) => Object.fromEntries((await listDomainSubRoles(db, domain, 1, 100)).items.map((i) => [i.code, i.label]))
+  const m1 = await labels('m1')
+  t.notOk('m2secret' in m1 || 'gonly' in m1, "m2's own sub-roles are not listed in m1")
+  t.equal(m1.shared, null, "m1 sees the shared template without m2's label")
+  t.equal((await labels('m2')).shared, 'Made by m2', 'm2 keeps its label')
+  await t.rejects(db.query("INSERT INTO sub_roles (domain, code, is_root) VALUES ('m1', 'boss', true)"), { code: '23514' }, 'only global sub-roles may be root')
+  const account = (id: string, merchant: string, code: string) =>
+    db.query("INSERT INTO admin_accounts (id, email, password_hash, name, principal_type, merchant_id, sub_role_code) VALUES ($1, $2, 'x', 'N', 'merchant', $3, $4)", [
+      id,
+      `${id}@example.com`,
+      merchant,
+      code,
+    ])
+  await t.rejects(account('00000000-0000-4000-8000-000000000010', 'm1', 'm2secret'), { code: '23503' }, "an account cannot hold another merchant's sub-role")
+  await account('00000000-0000-4000-8000-000000000011', 'm1', 'clerk')
+  await account('00000000-0000-4000-8000-000000000012', 'm1', 'picker')
+  await t.rejects(
+    db.query("UPDATE admin_accounts SET sub_role_code = 'gonly' WHERE id = '00000000-0000-4000-8000-000000000012'"),
+    { code: '23503' },
+    'nor be moved to one',
+  )
 })

@@ -176,7 +176,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     operationId: 'list-sub-roles',
     summary: 'List the sub-roles known in a domain, by code.',
     description:
-      'Known in a domain: held by an account at home there, granted something there or in `global`, created there or in `global`, or root. `members` counts the active accounts at home in the domain holding it, `rules` its grants in the domain. The domain defaults to `global`; merchant callers always get their own merchant.',
+      'Known in a domain: created there or in `global` (a `global` sub-role is a template known in every domain; the domain\'s own label wins over the template\'s), held by an account at home there, or granted something there or in `global`. Another merchant\'s sub-roles are never listed. `members` counts the active accounts at home in the domain holding it, `rules` its grants in the domain. The domain defaults to `global`; merchant callers always get their own merchant.',
     returns: 'one page of sub-roles and the total',
     data: 'SubRolePage',
     errors: ['MERCHANT_NOT_FOUND'],
@@ -185,10 +185,10 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     operationId: 'create-sub-role',
     summary: 'Create a sub-role with a label.',
     description:
-      'It is listed in the caller\'s home domain from then on. Without `SUB_ROLES_EXPLICIT=true` a sub-role is also created by the first grant, registration or sub-role change naming it (without a label).',
-    returns: 'the sub-role and the revision',
+      'It belongs to one domain: a merchant caller\'s own merchant, always; for system-owner callers `domain`, `global` by default (a template known in every domain). Codes are unique per domain: another merchant\'s sub-role of the same code neither blocks it nor is seen. Without `SUB_ROLES_EXPLICIT=true` a sub-role is also created by the first grant, registration or sub-role change naming it (without a label), in the domain where it is used, unless that domain or `global` has it.',
+    returns: 'the sub-role, its domain and the revision',
     data: 'CreatedSubRole',
-    errors: ['SUB_ROLE_EXISTS'],
+    errors: ['MERCHANT_NOT_FOUND', 'SUB_ROLE_EXISTS'],
     notes: { VALIDATION_FAILED: 'validation failed (`super_admin` among them); `errors` names each field' },
   },
 
@@ -207,7 +207,7 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     description: 'With `dry_run: true` the same checks run and nothing is written or audited: `preview` says who would gain or lose the pair.',
     returns: 'whether anything changed (would change, on a dry run) and the revision',
     data: 'RolePermissionChange',
-    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PRIVILEGE_ESCALATION'],
+    errors: ['MERCHANT_NOT_FOUND', 'PERMISSION_NOT_IN_CATALOG', 'PRIVILEGE_ESCALATION', 'SUB_ROLE_NOT_FOUND'],
     notes: { PRIVILEGE_ESCALATION: 'a non-root caller may only revoke what it holds itself in that domain' },
   },
   'POST /v2/admin/permissions/users/:userId/grant': {

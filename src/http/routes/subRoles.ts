@@ -21,13 +21,13 @@ const SubRolesQuery = ReadQuery({ domain: Type.Optional(Domain), ...Paging })
 const CreateSubRoleBody = CommandBody(
   'create-sub-role',
   Type.Object(
-    { code: Type.String({ pattern: NEW_SUB_ROLE_CODE_PATTERN, examples: ['support_agent'] }), label: PlainText(1, 200) },
+    { code: Type.String({ pattern: NEW_SUB_ROLE_CODE_PATTERN, examples: ['support_agent'] }), label: PlainText(1, 200), domain: Type.Optional(Domain) },
     { additionalProperties: false },
   ),
   { code: 'support_agent', label: 'Support agent' },
 )
 
-const CreatedSubRole = Type.Object({ code: Type.String(), label: Type.String(), is_root: Type.Boolean(), revision: Type.Integer() })
+const CreatedSubRole = Type.Object({ code: Type.String(), label: Type.String(), domain: Type.String(), is_root: Type.Boolean(), revision: Type.Integer() })
 
 /** The sub-role pickers' list and explicit creation with a label. */
 export const subRoleRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
@@ -54,7 +54,7 @@ export const subRoleRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> =
         security: bearer,
         querystring: Type.Object({ lang: Lang }),
         body: CreateSubRoleBody,
-        response: responses(201, CreatedSubRole, [409, 413, 415]),
+        response: responses(201, CreatedSubRole, [404, 409, 413, 415]),
       },
     },
     async (request, reply) => reply.code(201).send(success(await createSubRole(ctx, callerOf(request), request.body.data))),
