@@ -1,4 +1,5 @@
 import { GLOBAL_DOMAIN } from '../domain/principals.js'
+import { inSlices } from './inSlices.js'
 import { ReverseIndex } from './reverseIndex.js'
 
 const ALLOW = 1
@@ -57,9 +58,6 @@ function walkLinks(members: ReadonlyMap<string, readonly string[]>, subject: str
  * rows. Any deny beats every allow. Strings are the policy rows' own, shared
  * with the Casbin model, so the index adds little memory per rule.
  */
-/** p rows filed per turn of the event loop when they are filed in the background (deferringPolicies): about 10 ms of work. */
-const POLICIES_PER_TURN = 25_000
-
 export class DecisionIndex {
   /** obj → act → pair id */
   private readonly pairIds = new Map<string, Map<string, number>>()
@@ -95,9 +93,8 @@ export class DecisionIndex {
 
   /**
    * An index whose role links are built now and whose p rows are filed in
-   * the background, POLICIES_PER_TURN per turn of the event loop. For an
-   * edited model, whose decisions come from the candidate index and read
-   * only the links here: a load is then ready without a second index of
+   * the background (inSlices). For an edited model, whose decisions come
+   * from the candidate index and read only the links here: a load is then ready without a second index of
    * every p row. Whatever reads grants (holders, effective permissions,
    * previews) or changes a p row before the last slice finishes the rest
    * at once. `policies` gives the rows as they are when it is called.
@@ -105,10 +102,7 @@ export class DecisionIndex {
   static deferringPolicies(policies: () => Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
     const index = DecisionIndex.build([], groupings)
     index.deferred = { source: policies, rows: null, next: 0 }
-    const slice = (): void => {
-      if (!index.fileDeferred(POLICIES_PER_TURN)) setImmediate(slice)
-    }
-    setImmediate(slice)
+    inSlices((count) => index.fileDeferred(count))
     return index
   }
 
