@@ -10,7 +10,7 @@ import { REFERENCE_MODEL, parseModel } from './model.js'
 import { OverrideExpiries } from './overrideExpiryQueue.js'
 import { CandidateIndex } from './candidateIndex.js'
 import { CompiledModel, type RoleFunction } from './compiledModel.js'
-import { analyseMatcher } from './matcherAnalysis.js'
+import { readMatcher, type MatcherReading } from './matcherAnalysis.js'
 import { appendRow, hasRow, indexRowsSoon, removeRows } from './modelRows.js'
 import { LazyPolicyList } from './lazyPolicyList.js'
 
@@ -108,9 +108,9 @@ const SETTLED = {
 } as const
 
 /** Which mode a model gets. */
-function modeOf(model: Model): DecisionMode {
+function modeOf(model: Model, matcher: MatcherReading): DecisionMode {
   if (isReferenceModel(model)) return 'index'
-  return analyseMatcher(model) === null ? 'enforce-cache' : 'candidates'
+  return matcher.alternatives === null ? 'enforce-cache' : 'candidates'
 }
 
 /**
@@ -148,6 +148,8 @@ export class PermissionEngine {
   private constructor(
     private loaded: LoadedPolicy,
     private readonly modelText: string,
+    /** The matcher read once, when the engine is made: every reload reuses it. */
+    private readonly matcher: MatcherReading,
     readonly mode: DecisionMode,
     private rootRoles: Set<string>,
     private catalog: Catalog,
@@ -156,25 +158,35 @@ export class PermissionEngine {
 
   /** `now` is the clock expiries are read against (a test's clock, or the system's). */
   static async load(db: Queryable, modelText: string, state: EngineState, now: () => number = Date.now): Promise<PermissionEngine> {
-    const mode = modeOf(parseModel(modelText))
-    const loaded = await PermissionEngine.loadPolicy(db, modelText, mode, now())
-    return new PermissionEngine(loaded, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
+    const model = parseModel(modelText)
+    const matcher = readMatcher(model)
+    const mode = modeOf(model, matcher)
+    const loaded = await PermissionEngine.loadPolicy(db, modelText, matcher, mode, now())
+    return new PermissionEngine(loaded, modelText, matcher, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
   }
 
   /** An engine over rules already in memory (a policy file, a decisions file's policy): the decisions the service would take on them. */
   static async fromRules(modelText: string, rules: PolicyRules, state: EngineState = { rootRoles: [], catalog: [] }): Promise<PermissionEngine> {
-    const mode = modeOf(parseModel(modelText))
-    const loaded = await PermissionEngine.loadedPolicyFrom(new RulesAdapter(rules), new OverrideExpiries(), modelText, mode)
-    return new PermissionEngine(loaded, modelText, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), Date.now)
+    const model = parseModel(modelText)
+    const matcher = readMatcher(model)
+    const mode = modeOf(model, matcher)
+    const loaded = await PermissionEngine.loadedPolicyFrom(new RulesAdapter(rules), new OverrideExpiries(), modelText, matcher, mode)
+    return new PermissionEngine(loaded, modelText, matcher, mode, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), Date.now)
   }
 
-  private static async loadPolicy(db: Queryable, modelText: string, mode: DecisionMode, now: number): Promise<LoadedPolicy> {
+  private static async loadPolicy(db: Queryable, modelText: string, matcher: MatcherReading, mode: DecisionMode, now: number): Promise<LoadedPolicy> {
     const expiries = new OverrideExpiries()
     const adapter = new StorageAdapter(db, { now, onExpiring: (values, at) => expiries.set(values, at) })
-    return PermissionEngine.loadedPolicyFrom(adapter, expiries, modelText, mode)
+    return PermissionEngine.loadedPolicyFrom(adapter, expiries, modelText, matcher, mode)
   }
 
-  private static async loadedPolicyFrom(adapter: Adapter, expiries: OverrideExpiries, modelText: string, mode: DecisionMode): Promise<LoadedPolicy> {
+  private static async loadedPolicyFrom(
+    adapter: Adapter,
+    expiries: OverrideExpiries,
+    modelText: string,
+    matcher: MatcherReading,
+    mode: DecisionMode,
+  ): Promise<LoadedPolicy> {
     const enforcer = await newEnforcer(parseModel(modelText), adapter)
     enforcer.enableAutoSave(false)
     const model = enforcer.getModel().model
@@ -187,8 +199,8 @@ export class PermissionEngine {
     // Built in the background once loaded, so neither the load nor (most likely) the first write after it waits for them.
     if (mode === 'index') indexRowsSoon(enforcer.getModel())
     if (mode === 'candidates') indexRowsSoon(enforcer.getModel(), ['g'])
-    const alternatives = mode === 'candidates' ? analyseMatcher(enforcer.getModel()) : null
-    const compiled = alternatives === null ? null : CompiledModel.compile(enforcer.getModel(), roleFunctions(enforcer, index))
+    const alternatives = mode === 'candidates' ? matcher.alternatives : null
+    const compiled = alternatives === null ? null : CompiledModel.compile(enforcer.getModel(), matcher, roleFunctions(enforcer, index))
     let narrowing: Narrowing | null = null
     if (alternatives !== null) {
       const narrowed = new CandidateIndex(alternatives, rows)
@@ -216,7 +228,7 @@ export class PermissionEngine {
 
   /** Builds a new enforcer and index off to the side and swaps them in at once: no check sees a partial policy. */
   async reload(db: Queryable, state: EngineState): Promise<void> {
-    const loaded = await PermissionEngine.loadPolicy(db, this.modelText, this.mode, this.now())
+    const loaded = await PermissionEngine.loadPolicy(db, this.modelText, this.matcher, this.mode, this.now())
     this.loaded = loaded
     this.rootRoles = new Set(state.rootRoles)
     this.catalog = PermissionEngine.catalogMap(state.catalog)
