@@ -164,8 +164,8 @@ export class CompiledModel {
     const functions = new Map<string, (...args: unknown[]) => unknown>()
     for (const [name, fn] of FunctionMap.loadFunctionMap().getFunctions() as Map<string, (...args: unknown[]) => unknown>) functions.set(name, remembered(fn))
     for (const [name, fn] of roleFunctions) functions.set(name, fn)
-    const compiled = compileNode(matcher.tree, slots, functions)
-    return compiled === null ? null : new CompiledModel(compiled, effect, pTokens.length - 1)
+    const evaluate = compileNode(matcher.tree, slots, functions)
+    return evaluate === null ? null : new CompiledModel(evaluate, effect, pTokens.length - 1)
   }
 
   /**

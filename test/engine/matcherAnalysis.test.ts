@@ -34,7 +34,7 @@ t.test("the matcher is read as Casbin reads it (its bracket rewrite and its `in`
   t.equal(reading.alternatives?.length, 1, 'one alternative, tied to the requester')
   t.same(reading.alternatives?.[0]?.pins, { dom: { from: 'request', field: 'dom' }, obj: { from: 'request', field: 'obj' }, act: { from: 'request', field: 'act' } })
   const engine = await PermissionEngine.fromRules(text, { p: rules.p.map((r) => [...r]), g: rules.g.map((r) => [...r]) })
-  t.equal(engine.mode, 'candidates', 'the edited model keeps its candidate rows')
+  t.equal(engine.mode, 'candidates-enforce', 'the edited model keeps its candidate rows (Casbin evaluates its `in`)')
   const casbin = await newEnforcer(parseModel(text), new RulesAdapter({ p: rules.p.map((r) => [...r]), g: rules.g.map((r) => [...r]) }))
   for (const sub of ['u1', 'u2', 'r1'])
     for (const obj of ['orders', 'reports', 'payouts'])

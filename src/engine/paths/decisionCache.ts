@@ -1,0 +1,31 @@
+/** Decisions kept before the cache starts again (about 15 MB). */
+export const DECISION_CACHE_LIMIT = 100_000
+
+/**
+ * The answers of a path whose decision costs more than building and hashing
+ * a key of the question: Casbin's enforce(). Every write clears it.
+ */
+export class DecisionCache {
+  private readonly answers = new Map<string, boolean>()
+
+  get size(): number {
+    return this.answers.size
+  }
+
+  /** The kept answer, or `work()`'s, kept. */
+  answer(subjectId: string, domain: string, obj: string, act: string, work: (subjectId: string, domain: string, obj: string, act: string) => boolean): boolean {
+    const key = `${subjectId}\u0000${domain}\u0000${obj}\u0000${act}`
+    let answer = this.answers.get(key)
+    if (answer === undefined) {
+      answer = work(subjectId, domain, obj, act)
+      // Callers choose the domain they ask about: the cache must not grow without bound.
+      if (this.answers.size >= DECISION_CACHE_LIMIT) this.answers.clear()
+      this.answers.set(key, answer)
+    }
+    return answer
+  }
+
+  clear(): void {
+    this.answers.clear()
+  }
+}
