@@ -168,12 +168,15 @@ export class CompiledModel {
     return evaluate === null ? null : new CompiledModel(evaluate, effect, pTokens.length - 1)
   }
 
+  /** The row the last decide() named (the one enforceEx would name), or null: read right after, so a decision allocates nothing. */
+  named: readonly string[] | null = null
+
   /**
    * Casbin's answer over `rows` (a non-empty list in the model's order, or
-   * a superset of its rows that can match, in that order) and the row an
-   * enforceEx would name (null for none).
+   * a superset of its rows that can match, in that order); the row an
+   * enforceEx would name is left in `named`.
    */
-  decide(request: readonly string[], rows: ReadonlyArray<readonly string[]>): [boolean, readonly string[] | null] {
+  decide(request: readonly string[], rows: ReadonlyArray<readonly string[]>): boolean {
     const stream = this.effector.newStream(this.effect)
     let named: readonly string[] | null = null
     for (let i = 0; i < rows.length; i++) {
@@ -185,7 +188,8 @@ export class CompiledModel {
       if (rec) named = row
       if (done) break
     }
-    return [stream.current(), named]
+    this.named = named
+    return stream.current()
   }
 
   /** The answer over a non-empty list none of whose rows matches. */

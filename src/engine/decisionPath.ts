@@ -2,6 +2,7 @@ import { newEnforcer, newModelFromString, type Adapter, type Enforcer, type Mode
 import type { Account } from '../domain/principals.js'
 import { CompiledModel, type RoleFunction } from './compiledModel.js'
 import type { DecisionIndex, RuleChange } from './decisionIndex.js'
+import type { ReasonCode } from './explain.js'
 import { readMatcher } from './matcherAnalysis.js'
 import { REFERENCE_MODEL, parseModel } from './model.js'
 import type { OverrideExpiries } from './overrideExpiryQueue.js'
@@ -49,12 +50,20 @@ export interface DecisionPath {
   readonly index: DecisionIndex
   /** When the loaded overrides that expire stop counting. */
   readonly expiries: OverrideExpiries
-  /** The model's answer, no tenant, root or catalog rule, from the path's cache when it keeps one. */
-  allows(subjectId: string, domain: string, obj: string, act: string): boolean
-  /** The same answer worked out, as a decision pays for it right after a write. */
-  allowsUncached(subjectId: string, domain: string, obj: string, act: string): boolean
-  /** The answer and the p row that decided it (null for none), as Casbin's enforceEx names it. */
-  explain(subjectId: string, domain: string, obj: string, act: string): [boolean, readonly string[] | null]
+  /**
+   * The model's answer and why, no tenant, root or catalog rule, from the
+   * path's cache when it keeps one: a reason code (allowing below
+   * REASON.user_deny), the deciding row kept for decidingRow().
+   */
+  decide(subjectId: string, domain: string, obj: string, act: string): ReasonCode
+  /** The same, worked out, as a decision pays for it right after a write. */
+  decideUncached(subjectId: string, domain: string, obj: string, act: string): ReasonCode
+  /**
+   * The p row that decided the last decide() or decideUncached() (null for
+   * none): the index's own fold, or the row Casbin's enforceEx names. Read
+   * it right after; it is put together only when read.
+   */
+  decidingRow(): readonly string[] | null
   /** The answer with the p rows of `changes` laid over the policy, which stays as it is. */
   allowsAfter(subjectId: string, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean
   /** The ids a holders list must decide besides root accounts; null when every account must be decided. */

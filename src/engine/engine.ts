@@ -4,7 +4,7 @@ import type { Queryable } from '../storage/db.js'
 import { RulesAdapter, StorageAdapter, type PolicyRules } from './adapter.js'
 import { nextStamp, type DecisionIndex, type IndexedRule, type RuleChange } from './decisionIndex.js'
 import { choosePath, type AccountLookup, type DecisionPath, type DecisionPathName, type PathLoader, type Reached } from './decisionPath.js'
-import { explained, type Explanation } from './explain.js'
+import { REASON, allows, explainedKind, type Explanation, type ReasonCode } from './explain.js'
 import { OverrideExpiries } from './overrideExpiryQueue.js'
 
 export { isReferenceModel } from './decisionPath.js'
@@ -34,13 +34,10 @@ export type PolicyView = Pick<DecisionIndex, 'allowersOf' | 'allows' | 'hasPolic
 /** obj → act → entry: looked up on every decision, so no key string is built per question. */
 type Catalog = Map<string, Map<string, CatalogEntry>>
 
-const settledBy = (allowed: boolean, kind: Explanation['reason']['kind']): Explanation => Object.freeze({ allowed, reason: Object.freeze({ kind }) })
-const SETTLED = {
-  deactivated: settledBy(false, 'none'),
-  notInCatalog: settledBy(false, 'not_in_catalog'),
-  outsideHome: settledBy(false, 'outside_home_domain'),
-  root: settledBy(true, 'root'),
-} as const
+/** settledOutsideModel's answer when the model must decide. */
+const NOT_SETTLED = -1
+/** The codes with a deciding row (the others name none). */
+const NAMES_A_ROW: ReadonlySet<ReasonCode> = new Set([REASON.role, REASON.user_allow, REASON.user_deny, REASON.role_deny])
 
 /**
  * What every decision applies in front of the model (which sub-roles are
@@ -174,9 +171,14 @@ export class PermissionEngine {
     return this.path.enforcer.enforceSync(subjectId, domain, obj, act)
   }
 
+  /** Casbin alone with the row it names (enforceEx): for tests and tools, never on a request path. */
+  enforceEx(subjectId: string, domain: string, obj: string, act: string): [boolean, string[]] {
+    return this.path.enforcer.enforceExSync(subjectId, domain, obj, act)
+  }
+
   /** The model's answer as a decision pays for it when nothing is cached (right after a write). No tenant, root or catalog rule. */
   uncachedModelAllows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.path.allowsUncached(subjectId, domain, obj, act)
+    return allows(this.path.decideUncached(subjectId, domain, obj, act))
   }
 
   /**
@@ -196,36 +198,59 @@ export class PermissionEngine {
    */
   subRoleAllows(subRole: string, domain: string, obj: string, act: string): boolean {
     if (!this.isActive(obj, act)) return false
-    return this.rootRoles.has(subRole) || this.path.allows(subRole, domain, obj, act)
+    return this.rootRoles.has(subRole) || allows(this.path.decide(subRole, domain, obj, act))
   }
 
   /** The one decision every path uses: route guard, check endpoints, effective sets. */
   decide(subject: Subject, domain: string, obj: string, act: string): boolean {
+    return allows(this.decision(subject, domain, obj, act))
+  }
+
+  /**
+   * decide() with its reason, from the same evaluation: a code (REASON; it
+   * allows exactly when `allows(code)`), the deciding row read right after
+   * with decidingRule(). A small integer, so the hot path allocates nothing.
+   */
+  decision(subject: Subject, domain: string, obj: string, act: string): ReasonCode {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
-    return settled === null ? this.path.allows(subject.id, domain, obj, act) : settled.allowed
+    this.settled = settled !== NOT_SETTLED
+    return settled === NOT_SETTLED ? this.path.decide(subject.id, domain, obj, act) : settled
+  }
+
+  /** Whether the last decision() was settled before the model (no row decided it). */
+  private settled = false
+
+  /**
+   * The Casbin row (sub, dom, obj, act, eft) that decided the last
+   * decision(), as text; null when a rule outside the model settled it or
+   * no row did. Read it before the next decision.
+   */
+  decidingRule(): string[] | null {
+    if (this.settled) return null
+    const row = this.path.decidingRow()
+    return row === null ? null : [...row]
   }
 
   /**
    * The rules every decision applies before the model (a deactivated
    * account holds nothing, only active catalog pairs, a merchant user only
-   * in its merchant, a root sub-role everything): the answer and its reason
-   * when one of them settles the question, else null. Shared constants: the
-   * hot path allocates nothing.
+   * in its merchant, a root sub-role everything): the reason when one of
+   * them settles the question, else NOT_SETTLED.
    */
-  private settledOutsideModel(subject: Subject, domain: string, obj: string, act: string): Explanation | null {
-    if (subject.status === 'deactivated') return SETTLED.deactivated
-    if (!this.isActive(obj, act)) return SETTLED.notInCatalog
-    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return SETTLED.outsideHome
-    if (this.rootRoles.has(subject.sub_role_code)) return SETTLED.root
-    return null
+  private settledOutsideModel(subject: Subject, domain: string, obj: string, act: string): ReasonCode | typeof NOT_SETTLED {
+    if (subject.status === 'deactivated') return REASON.deactivated
+    if (!this.isActive(obj, act)) return REASON.not_in_catalog
+    if (subject.principal_type === 'merchant' && subject.merchant_id !== domain) return REASON.outside_home_domain
+    if (this.rootRoles.has(subject.sub_role_code)) return REASON.root
+    return NOT_SETTLED
   }
 
-  /** decide() and why: the tenant, root and catalog rules first, then the p row that decided. Off the hot path: only `explain=true` asks. */
+  /** decide() and why, read from that one decision: its reason and the row that decided. Off the hot path: only `explain=true` asks. */
   explain(subject: Subject, domain: string, obj: string, act: string): Explanation {
-    const settled = this.settledOutsideModel(subject, domain, obj, act)
-    if (settled !== null) return { allowed: settled.allowed, reason: { kind: settled.reason.kind } }
-    const [allowed, rule] = this.path.explain(subject.id, domain, obj, act)
-    return explained(subject.id, allowed, rule)
+    const code = this.decision(subject, domain, obj, act)
+    const rule = NAMES_A_ROW.has(code) ? this.decidingRule() : null
+    const kind = explainedKind(code)
+    return { allowed: allows(code), reason: rule === null ? { kind } : { kind, rule } }
   }
 
   /**
@@ -235,7 +260,7 @@ export class PermissionEngine {
    */
   decideAfter(subject: Subject, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
     const settled = this.settledOutsideModel(subject, domain, obj, act)
-    return settled === null ? this.path.allowsAfter(subject.id, domain, obj, act, changes) : settled.allowed
+    return settled === NOT_SETTLED ? this.path.allowsAfter(subject.id, domain, obj, act, changes) : allows(settled)
   }
 
   /** The ids a holders list must decide besides root accounts; null when every account must be decided. */

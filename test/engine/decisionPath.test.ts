@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { choosePath } from '../../src/engine/decisionPath.js'
 import { PermissionEngine } from '../../src/engine/engine.js'
+import { REASON } from '../../src/engine/explain.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
 onceOnPGlite('the engine in memory')
@@ -53,4 +54,21 @@ t.test('no file of the engine but the one that chooses tests which path it is on
       .map((line) => `${f}: ${line.trim()}`),
   )
   t.same(found, [], 'no branch on the decision path')
+})
+
+t.test('every path hands back the reason of the decision it took, and the row that decided, read right after', async (t) => {
+  for (const { path, text } of MODELS) {
+    const engine = await PermissionEngine.fromRules(text, { p: [...rules().p, ['u1', 'm1', 'orders', 'read', 'deny']], g: rules().g }, { rootRoles: ['boss'], catalog })
+    t.equal(engine.decision(clerk, 'm1', 'orders', 'read'), REASON.user_deny, `${path}: the user's own deny`)
+    t.same(engine.decidingRule(), ['u1', 'm1', 'orders', 'read', 'deny'], `${path}: its row`)
+    await engine.removeRule('p', ['u1', 'm1', 'orders', 'read', 'deny'])
+    t.equal(engine.decision(clerk, 'm1', 'orders', 'read'), REASON.role, `${path}: the role's grant`)
+    t.same(engine.decidingRule(), ['clerk', 'm1', 'orders', 'read', 'allow'], `${path}: its row`)
+    t.equal(engine.decision({ ...clerk, status: 'deactivated' }, 'm1', 'orders', 'read'), REASON.deactivated, `${path}: a deactivated account`)
+    t.equal(engine.decidingRule(), null, `${path}: no row decided that`)
+    t.same(engine.explain({ ...clerk, status: 'deactivated' }, 'm1', 'orders', 'read').reason, { kind: 'none' }, `${path}: an explanation says none`)
+    t.equal(engine.decision({ ...clerk, sub_role_code: 'boss' }, 'm1', 'orders', 'read'), REASON.root, `${path}: root`)
+    t.equal(engine.decision(clerk, 'm2', 'orders', 'read'), REASON.outside_home_domain, `${path}: outside its merchant`)
+    t.equal(engine.decision(clerk, 'm1', 'orders', 'write'), REASON.not_in_catalog, `${path}: not in the catalog`)
+  }
 })

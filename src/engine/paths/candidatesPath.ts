@@ -10,7 +10,8 @@ import { loadEnforcer } from '../model.js'
 import { indexRowsSoon } from '../modelRows.js'
 import type { OverrideExpiries } from '../overrideExpiryQueue.js'
 import { withRowsChanged } from '../overlay.js'
-import { DecisionCache } from './decisionCache.js'
+import { reasonOf, type ReasonCode } from '../explain.js'
+import { DecisionCache, type KeptDecision } from './decisionCache.js'
 import { addByRowTable, removeByRowTable } from './rowTableWrites.js'
 
 /**
@@ -98,27 +99,30 @@ abstract class CandidatesPath implements DecisionPath {
     this.list = rows.list
   }
 
-  /** The model's matcher and effect over `rows` (not empty; the question in `request`): the answer and the row enforceEx names. */
-  protected abstract over(rows: ReadonlyArray<readonly string[]>, explain: boolean): [boolean, readonly string[] | null]
+  /** The row that decided the last question (see decidingRow()). */
+  protected row: readonly string[] | null = null
+
+  /** The model's matcher and effect over `rows` (not empty; the question in `request`): the answer, the row enforceEx names left in `row`. */
+  protected abstract over(rows: ReadonlyArray<readonly string[]>): boolean
 
   /** Dropped on every write that changes a row; none when a decision costs less than a look-up. */
   protected clearCache(): void {}
 
-  abstract allows(subjectId: string, domain: string, obj: string, act: string): boolean
+  abstract decide(subjectId: string, domain: string, obj: string, act: string): ReasonCode
 
-  allowsUncached(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.narrowed(subjectId, domain, obj, act, false)[0]
+  decideUncached(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
+    return this.narrowed(subjectId, domain, obj, act)
   }
 
-  explain(subjectId: string, domain: string, obj: string, act: string): [boolean, readonly string[] | null] {
-    return this.narrowed(subjectId, domain, obj, act, true)
+  decidingRow(): readonly string[] | null {
+    return this.row
   }
 
-  /** Casbin's enforce, or enforceEx when the row is asked for, over the list as it stands. */
-  protected casbin(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, readonly string[] | null] {
-    if (!explain) return [this.enforcer.enforceSync(subjectId, domain, obj, act), null]
+  /** Casbin's enforceEx over the list as it stands: the answer, the row it names left in `row`. */
+  protected casbin(subjectId: string, domain: string, obj: string, act: string): boolean {
     const [allowed, rule] = this.enforcer.enforceExSync(subjectId, domain, obj, act)
-    return [allowed, rule.length > 0 ? rule : null]
+    this.row = rule.length > 0 ? rule : null
+    return allowed
   }
 
   /**
@@ -127,17 +131,20 @@ abstract class CandidatesPath implements DecisionPath {
    * requester nor a role it reaches where the matcher asks, or a pinned
    * field differs), so the answer is the whole list's.
    */
-  protected narrowed(subjectId: string, domain: string, obj: string, act: string, explain: boolean): [boolean, readonly string[] | null] {
+  protected narrowed(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
     // An empty list is read by Casbin otherwise (the matcher over empty fields): asked of Casbin, at no cost.
-    if (this.candidates.size === 0) return this.casbin(subjectId, domain, obj, act, explain)
+    if (this.candidates.size === 0) return reasonOf(subjectId, this.casbin(subjectId, domain, obj, act), this.row)
     const request = this.request
     request[0] = subjectId
     request[1] = domain
     request[2] = obj
     request[3] = act
     const rows = this.candidates.candidates(request, this.index)
-    if (rows.length === 0) return [this.noMatch, null]
-    return this.over(rows, explain)
+    if (rows.length === 0) {
+      this.row = null
+      return reasonOf(subjectId, this.noMatch, null)
+    }
+    return reasonOf(subjectId, this.over(rows), this.row)
   }
 
   /**
@@ -177,7 +184,7 @@ abstract class CandidatesPath implements DecisionPath {
     if (rows.length === 0) return this.noMatch
     const asked = this.request
     for (let i = 0; i < 4; i++) asked[i] = request[i] as string
-    return this.over(rows, false)[0]
+    return this.over(rows)
   }
 
   /**
@@ -257,12 +264,14 @@ export class CompiledCandidatesPath extends CandidatesPath {
     }
   }
 
-  allows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.narrowed(subjectId, domain, obj, act, false)[0]
+  decide(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
+    return this.narrowed(subjectId, domain, obj, act)
   }
 
-  protected over(rows: ReadonlyArray<readonly string[]>): [boolean, readonly string[] | null] {
-    return this.compiled.decide(this.request, rows)
+  protected over(rows: ReadonlyArray<readonly string[]>): boolean {
+    const allowed = this.compiled.decide(this.request, rows)
+    this.row = this.compiled.named
+    return allowed
   }
 }
 
@@ -286,18 +295,23 @@ export class EnforcedCandidatesPath extends CandidatesPath {
     }
   }
 
-  private readonly uncached = (subjectId: string, domain: string, obj: string, act: string): boolean => this.narrowed(subjectId, domain, obj, act, false)[0]
+  private readonly uncached = (subjectId: string, domain: string, obj: string, act: string): KeptDecision => {
+    const code = this.narrowed(subjectId, domain, obj, act)
+    return { code, row: this.row }
+  }
 
-  allows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.cache.answer(subjectId, domain, obj, act, this.uncached)
+  decide(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
+    const kept = this.cache.answer(subjectId, domain, obj, act, this.uncached)
+    this.row = kept.row
+    return kept.code
   }
 
   protected override clearCache(): void {
     this.cache.clear()
   }
 
-  protected over(rows: ReadonlyArray<readonly string[]>, explain: boolean): [boolean, readonly string[] | null] {
+  protected over(rows: ReadonlyArray<readonly string[]>): boolean {
     const [s, d, o, a] = this.request as [string, string, string, string]
-    return this.list.withList([...rows] as string[][], () => this.casbin(s, d, o, a, explain))
+    return this.list.withList([...rows] as string[][], () => this.casbin(s, d, o, a))
   }
 }

@@ -4,8 +4,9 @@ import type { DecisionIndex, RuleChange } from '../decisionIndex.js'
 import type { AccountLookup, DecisionPath, PathLoader, Reached } from '../decisionPath.js'
 import type { OverrideExpiries } from '../overrideExpiryQueue.js'
 import { withRowsChanged } from '../overlay.js'
+import { reasonOf, type ReasonCode } from '../explain.js'
 import { loadIndexed } from './indexPath.js'
-import { DecisionCache } from './decisionCache.js'
+import { DecisionCache, type KeptDecision } from './decisionCache.js'
 
 /**
  * Any model outside the family the candidate index serves (an alternative
@@ -35,24 +36,35 @@ export class EnforcePath implements DecisionPath {
     }
   }
 
-  private readonly enforce = (subjectId: string, domain: string, obj: string, act: string): boolean => this.enforcer.enforceSync(subjectId, domain, obj, act)
-
-  allows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.cache.answer(subjectId, domain, obj, act, this.enforce)
-  }
-
-  allowsUncached(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.enforce(subjectId, domain, obj, act)
-  }
-
-  explain(subjectId: string, domain: string, obj: string, act: string): [boolean, readonly string[] | null] {
+  /** Casbin's enforceEx: the answer and the row it names, in one evaluation. */
+  private readonly enforce = (subjectId: string, domain: string, obj: string, act: string): KeptDecision => {
     const [allowed, rule] = this.enforcer.enforceExSync(subjectId, domain, obj, act)
-    return [allowed, rule.length > 0 ? rule : null]
+    const row = rule.length > 0 ? rule : null
+    return { code: reasonOf(subjectId, allowed, row), row }
+  }
+
+  /** The row of the last decision. */
+  private row: readonly string[] | null = null
+
+  decide(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
+    const kept = this.cache.answer(subjectId, domain, obj, act, this.enforce)
+    this.row = kept.row
+    return kept.code
+  }
+
+  decideUncached(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
+    const kept = this.enforce(subjectId, domain, obj, act)
+    this.row = kept.row
+    return kept.code
+  }
+
+  decidingRow(): readonly string[] | null {
+    return this.row
   }
 
   /** Asked synchronously with the rows changed, and put back before anything else runs. */
   allowsAfter(subjectId: string, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
-    return withRowsChanged(this.enforcer.getModel(), changes, () => this.enforce(subjectId, domain, obj, act))
+    return withRowsChanged(this.enforcer.getModel(), changes, () => this.enforcer.enforceSync(subjectId, domain, obj, act))
   }
 
   /** Any account may hold a pair the rows do not show: every one is decided. */

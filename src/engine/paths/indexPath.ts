@@ -2,6 +2,7 @@ import type { Adapter, Enforcer } from 'casbin'
 import { GLOBAL_DOMAIN } from '../../domain/principals.js'
 import { DecisionIndex, type RuleChange } from '../decisionIndex.js'
 import type { AccountLookup, DecisionPath, PathLoader, Reached } from '../decisionPath.js'
+import type { ReasonCode } from '../explain.js'
 import { loadEnforcer } from '../model.js'
 import { indexRowsSoon } from '../modelRows.js'
 import type { OverrideExpiries } from '../overrideExpiryQueue.js'
@@ -43,16 +44,16 @@ export class IndexPath implements DecisionPath {
     }
   }
 
-  allows(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.index.allowed(subjectId, domain, obj, act)
+  decide(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
+    return this.index.reason(subjectId, domain, obj, act)
   }
 
-  allowsUncached(subjectId: string, domain: string, obj: string, act: string): boolean {
-    return this.index.allowed(subjectId, domain, obj, act)
+  decideUncached(subjectId: string, domain: string, obj: string, act: string): ReasonCode {
+    return this.index.reason(subjectId, domain, obj, act)
   }
 
-  explain(subjectId: string, domain: string, obj: string, act: string): [boolean, readonly string[] | null] {
-    return [this.index.allowed(subjectId, domain, obj, act), this.index.decidingRule(subjectId, domain, obj, act)]
+  decidingRow(): readonly string[] | null {
+    return this.index.decidingRow()
   }
 
   allowsAfter(subjectId: string, domain: string, obj: string, act: string, changes: readonly RuleChange[]): boolean {
