@@ -1,6 +1,7 @@
 import { RowTable } from './modelRows.js'
 import type { Alternative, Field, Pin } from './matcherAnalysis.js'
 import { PlacesTable, type Places } from './placesTable.js'
+import { sameRow } from './rows.js'
 
 /** The policy fields a p row is keyed on, in the row's order (p = sub, dom, obj, act, eft). */
 const POSITION: Record<Field, number> = { sub: 0, dom: 1, obj: 2, act: 3 }
@@ -89,12 +90,6 @@ function comboId(table: Table, row: readonly string[], create: boolean): number 
     level.set(last, id)
   }
   return id
-}
-
-const sameRow = (a: readonly string[], b: readonly string[]): boolean => {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
 }
 
 /**

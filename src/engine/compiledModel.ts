@@ -1,6 +1,5 @@
-import expressionEval from '@casbin/expression-eval'
-import { DefaultEffector, Effect, FunctionMap, Util, type Model } from 'casbin'
-import type { MatcherNode } from './matcherAnalysis.js'
+import { DefaultEffector, Effect, FunctionMap, type Model } from 'casbin'
+import type { MatcherNode, MatcherReading } from './matcherAnalysis.js'
 
 /** A role function as the matcher calls it (Casbin's g, g2, ...). */
 export type RoleFunction = (...args: unknown[]) => boolean
@@ -153,12 +152,11 @@ export class CompiledModel {
    * member access, an operator or function it does not know, an effect
    * whose order is not the list's): such a model is left to Casbin.
    */
-  static compile(model: Model, roleFunctions: ReadonlyMap<string, RoleFunction>): CompiledModel | null {
-    const text = model.model.get('m')?.get('m')?.value
+  static compile(model: Model, matcher: MatcherReading, roleFunctions: ReadonlyMap<string, RoleFunction>): CompiledModel | null {
     const effect = model.model.get('e')?.get('e')?.value
     const rTokens = model.model.get('r')?.get('r')?.tokens ?? []
     const pTokens = model.model.get('p')?.get('p')?.tokens ?? []
-    if (text === undefined || effect === undefined || !EFFECTS.has(effect) || Util.hasEval(text)) return null
+    if (matcher.tree === null || effect === undefined || !EFFECTS.has(effect)) return null
     if (pTokens[pTokens.length - 1] !== 'p_eft') return null
     const slots = new Map<string, ['r' | 'p', number]>()
     rTokens.forEach((token, i) => slots.set(token, ['r', i]))
@@ -166,23 +164,19 @@ export class CompiledModel {
     const functions = new Map<string, (...args: unknown[]) => unknown>()
     for (const [name, fn] of FunctionMap.loadFunctionMap().getFunctions() as Map<string, (...args: unknown[]) => unknown>) functions.set(name, remembered(fn))
     for (const [name, fn] of roleFunctions) functions.set(name, fn)
-    let tree: Node
-    try {
-      // The package is CommonJS: its named exports reach ESM only through the default one.
-      tree = expressionEval.parse(Util.bracketCompatible(text)) as unknown as Node
-    } catch {
-      return null
-    }
-    const matcher = compileNode(tree, slots, functions)
-    return matcher === null ? null : new CompiledModel(matcher, effect, pTokens.length - 1)
+    const evaluate = compileNode(matcher.tree, slots, functions)
+    return evaluate === null ? null : new CompiledModel(evaluate, effect, pTokens.length - 1)
   }
+
+  /** The row the last decide() named (the one enforceEx would name), or null: read right after, so a decision allocates nothing. */
+  named: readonly string[] | null = null
 
   /**
    * Casbin's answer over `rows` (a non-empty list in the model's order, or
-   * a superset of its rows that can match, in that order) and the row an
-   * enforceEx would name (null for none).
+   * a superset of its rows that can match, in that order); the row an
+   * enforceEx would name is left in `named`.
    */
-  decide(request: readonly string[], rows: ReadonlyArray<readonly string[]>): [boolean, readonly string[] | null] {
+  decide(request: readonly string[], rows: ReadonlyArray<readonly string[]>): boolean {
     const stream = this.effector.newStream(this.effect)
     let named: readonly string[] | null = null
     for (let i = 0; i < rows.length; i++) {
@@ -194,7 +188,8 @@ export class CompiledModel {
       if (rec) named = row
       if (done) break
     }
-    return [stream.current(), named]
+    this.named = named
+    return stream.current()
   }
 
   /** The answer over a non-empty list none of whose rows matches. */

@@ -1,4 +1,6 @@
 import { GLOBAL_DOMAIN } from '../domain/principals.js'
+import { REASON, type ReasonCode } from './explain.js'
+import { inSlices } from './inSlices.js'
 import { ReverseIndex } from './reverseIndex.js'
 
 const ALLOW = 1
@@ -57,9 +59,6 @@ function walkLinks(members: ReadonlyMap<string, readonly string[]>, subject: str
  * rows. Any deny beats every allow. Strings are the policy rows' own, shared
  * with the Casbin model, so the index adds little memory per rule.
  */
-/** p rows filed per turn of the event loop when they are filed in the background (deferringPolicies): about 10 ms of work. */
-const POLICIES_PER_TURN = 25_000
-
 export class DecisionIndex {
   /** obj → act → pair id */
   private readonly pairIds = new Map<string, Map<string, number>>()
@@ -95,9 +94,8 @@ export class DecisionIndex {
 
   /**
    * An index whose role links are built now and whose p rows are filed in
-   * the background, POLICIES_PER_TURN per turn of the event loop. For an
-   * edited model, whose decisions come from the candidate index and read
-   * only the links here: a load is then ready without a second index of
+   * the background (inSlices). For an edited model, whose decisions come
+   * from the candidate index and read only the links here: a load is then ready without a second index of
    * every p row. Whatever reads grants (holders, effective permissions,
    * previews) or changes a p row before the last slice finishes the rest
    * at once. `policies` gives the rows as they are when it is called.
@@ -105,10 +103,7 @@ export class DecisionIndex {
   static deferringPolicies(policies: () => Iterable<readonly string[]>, groupings: Iterable<readonly string[]>): DecisionIndex {
     const index = DecisionIndex.build([], groupings)
     index.deferred = { source: policies, rows: null, next: 0 }
-    const slice = (): void => {
-      if (!index.fileDeferred(POLICIES_PER_TURN)) setImmediate(slice)
-    }
-    setImmediate(slice)
+    inSlices((count) => index.fileDeferred(count))
     return index
   }
 
@@ -273,13 +268,54 @@ export class DecisionIndex {
   }
 
   /**
+   * The fold's first sources of a deny and of an allow (subject and domain
+   * of the row), the subject's own rows first, and the pair last folded:
+   * what reason() read, kept in fields so that a decision allocates nothing
+   * and the deciding row is put together only when asked (decidingRow).
+   */
+  private denyBy: string | null = null
+  private denyIn = ''
+  private allowBy: string | null = null
+  private allowIn = ''
+  private askedObj = ''
+  private askedAct = ''
+
+  /**
+   * `allowed`'s answer and why, from the one fold: any deny beats every
+   * allow, and the subject's own row (an override) is named before a
+   * role's when both say the same. decidingRow() gives that row until the
+   * next question.
+   */
+  reason(subject: string, domain: string, obj: string, act: string): ReasonCode {
+    const id = this.pairId(obj, act, false)
+    this.askedObj = obj
+    this.askedAct = act
+    if (id === undefined) {
+      this.denyBy = null
+      this.allowBy = null
+      return REASON.none
+    }
+    const effects = this.fold(subject, domain, obj, act, id, null)
+    if ((effects & DENY) !== 0) return this.denyBy === subject ? REASON.user_deny : REASON.role_deny
+    if (effects !== 0) return this.allowBy === subject ? REASON.user_allow : REASON.role
+    return REASON.none
+  }
+
+  /** The p row that decided the last reason() (a deny when one reached it, else an allow), or null. */
+  decidingRow(): string[] | null {
+    if (this.denyBy !== null) return [this.denyBy, this.denyIn, this.askedObj, this.askedAct, 'deny']
+    if (this.allowBy !== null) return [this.allowBy, this.allowIn, this.askedObj, this.askedAct, 'allow']
+    return null
+  }
+
+  /**
    * The model's fold, the one place that says which rows reach a question:
    * the effect bits of every row reaching `subject` in `domain` the way the
    * matcher says (its own rows and those of the roles it reaches there, in
    * the domain and in `global`; the roles it reaches in `global`, with
-   * their `global` rows), `changes` laid over them when given. `seen`, when
-   * given, is told each source's bits in that order (the subject's own
-   * first), which is how an explanation finds the row that decided.
+   * their `global` rows), `changes` laid over them when given. The first
+   * source of a deny and of an allow, in that order (the subject's own
+   * first), are kept for reason().
    */
   private fold(
     subject: string,
@@ -288,19 +324,20 @@ export class DecisionIndex {
     act: string,
     id: number | undefined,
     changes: readonly RuleChange[] | null,
-    seen?: (sub: string, dom: string, bits: number) => void,
   ): number {
-    let effects = this.source(subject, domain, obj, act, id, changes, seen) | this.source(subject, GLOBAL_DOMAIN, obj, act, id, changes, seen)
+    this.denyBy = null
+    this.allowBy = null
+    let effects = this.source(subject, domain, obj, act, id, changes) | this.source(subject, GLOBAL_DOMAIN, obj, act, id, changes)
     for (const role of this.rolesReached(subject, domain)) {
-      effects |= this.source(role, domain, obj, act, id, changes, seen) | this.source(role, GLOBAL_DOMAIN, obj, act, id, changes, seen)
+      effects |= this.source(role, domain, obj, act, id, changes) | this.source(role, GLOBAL_DOMAIN, obj, act, id, changes)
     }
     if (domain !== GLOBAL_DOMAIN) {
-      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.source(role, GLOBAL_DOMAIN, obj, act, id, changes, seen)
+      for (const role of this.rolesReached(subject, GLOBAL_DOMAIN)) effects |= this.source(role, GLOBAL_DOMAIN, obj, act, id, changes)
     }
     return effects
   }
 
-  /** One source's bits in the fold, told to `seen` when it has any. */
+  /** One source's bits in the fold; the first deny and the first allow are kept (see reason()). */
   private source(
     sub: string,
     dom: string,
@@ -308,10 +345,16 @@ export class DecisionIndex {
     act: string,
     id: number | undefined,
     changes: readonly RuleChange[] | null,
-    seen: ((sub: string, dom: string, bits: number) => void) | undefined,
   ): number {
     const bits = this.bitsWith(sub, dom, obj, act, id, changes)
-    if (seen !== undefined && bits !== 0) seen(sub, dom, bits)
+    if ((bits & DENY) !== 0 && this.denyBy === null) {
+      this.denyBy = sub
+      this.denyIn = dom
+    }
+    if ((bits & ALLOW) !== 0 && this.allowBy === null) {
+      this.allowBy = sub
+      this.allowIn = dom
+    }
     return bits
   }
 
@@ -325,24 +368,6 @@ export class DecisionIndex {
       held = op === 'add' ? held | bit : held & ~bit
     }
     return held
-  }
-
-  /**
-   * The p row that decides `allowed(subject, domain, obj, act)`: a deny when
-   * any reaches the question (any deny beats every allow), else an allow,
-   * else null. The subject's own rows come first, so its own deny or allow is
-   * the one named when a role's says the same.
-   */
-  decidingRule(subject: string, domain: string, obj: string, act: string): string[] | null {
-    const id = this.pairId(obj, act, false)
-    if (id === undefined) return null
-    let deny: string[] | null = null
-    let allow: string[] | null = null
-    this.fold(subject, domain, obj, act, id, null, (sub, dom, bits) => {
-      if ((bits & DENY) !== 0 && deny === null) deny = [sub, dom, obj, act, 'deny']
-      if ((bits & ALLOW) !== 0 && allow === null) allow = [sub, dom, obj, act, 'allow']
-    })
-    return deny ?? allow
   }
 
   /**

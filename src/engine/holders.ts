@@ -1,4 +1,4 @@
-import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
+import type { Account } from '../domain/principals.js'
 import type { PermissionEngine, Subject } from './engine.js'
 import { isRootAccount, isRootSubRole } from '../domain/root.js'
 
@@ -27,11 +27,12 @@ export interface AccountSource {
  * users in their merchant), and the subjects with an allow row of the pair
  * in the domain or in `global` together with every member reaching them by
  * `g` links in either. Each candidate is then decided as a check decides, so
- * the list is exactly the users a check allows. An edited model of the
- * 'candidates' family: the subjects of the rows the question may match and
- * the members reaching them (engine.possibleHolders). Any other model, or
- * one that allows when no row matches, may reach users the rows do not
- * show: then every account is decided.
+ * the list is exactly the users a check allows. The decision path says who
+ * may hold the pair (engine.possibleHolders): an edited model of the
+ * candidates family, the subjects of the rows the question may match and
+ * the members reaching them. Any other model, or one that allows when no
+ * row matches, may reach users the rows do not show: then every account
+ * is decided.
  */
 export function permissionHolders(
   engine: PermissionEngine,
@@ -63,17 +64,9 @@ export function permissionHolders(
     if (!isRootSubRole(engine, code)) continue
     for (const account of accounts.withSubRole(code)) consider(account, 'root')
   }
-  const policy = engine.policy
   // Whose own allow row of the pair reaches the question: those hold it as a user.
-  const allowers = policy.allowersOf(obj, act, domain)
-  const own = new Set(allowers)
-  let candidates: ReadonlySet<string> | null = null
-  if (engine.mode === 'index') {
-    const reaching = policy.membersReaching(allowers, domain, new Set())
-    candidates = domain === GLOBAL_DOMAIN ? reaching : policy.membersReaching(allowers, GLOBAL_DOMAIN, reaching)
-  } else if (engine.mode === 'candidates') {
-    candidates = engine.possibleHolders(domain, obj, act)
-  }
+  const own = new Set(engine.policy.allowersOf(obj, act, domain))
+  const candidates = engine.possibleHolders(domain, obj, act)
   if (candidates === null) {
     for (const account of accounts.all()) if (!isRootAccount(engine, account)) consider(account, own.has(account.id) ? 'user' : 'role')
   } else {

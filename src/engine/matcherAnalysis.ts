@@ -1,5 +1,5 @@
 import expressionEval from '@casbin/expression-eval'
-import type { Model } from 'casbin'
+import { Util, type Model } from 'casbin'
 
 /** The request fields the API sends (r = sub, dom, obj, act). */
 const REQUEST_FIELDS = ['sub', 'dom', 'obj', 'act'] as const
@@ -35,6 +35,7 @@ export interface MatcherNode {
   value?: unknown
   callee?: MatcherNode
   arguments?: MatcherNode[]
+  elements?: MatcherNode[]
   object?: MatcherNode
 }
 
@@ -67,7 +68,7 @@ const pinOf = (node: MatcherNode | undefined): Pin | null => {
 function identifiers(node: MatcherNode, into: string[] = []): string[] {
   if (node.type === 'Identifier' && typeof node.name === 'string') into.push(node.name)
   if (node.type === 'MemberExpression') into.push('<member>')
-  for (const child of [node.left, node.right, node.argument, node.callee, node.object, ...(node.arguments ?? [])]) {
+  for (const child of [node.left, node.right, node.argument, node.callee, node.object, ...(node.arguments ?? []), ...(node.elements ?? [])]) {
     if (child !== undefined) identifiers(child, into)
   }
   return into
@@ -106,25 +107,45 @@ function alternative(atoms: MatcherNode[]): Alternative | null {
 }
 
 /**
- * Reads the model's matcher with Casbin's own expression parser and returns
- * its alternatives when every one of them ties the policy's subject to the
- * requester; null when some alternative does not (no row could be ruled
- * out for it), when it reads a request attribute beyond sub, dom, obj, act,
- * uses eval(), or does not parse.
+ * The model's matcher read once: the tree Casbin itself evaluates, and what
+ * it says about which rows a question can match. Both the candidate index
+ * (its alternatives) and the compiled matcher (its tree) read this, so they
+ * cannot read the matcher by different rules; a load reads it once.
  */
-export function analyseMatcher(model: Model): Alternative[] | null {
-  const text = model.model.get('m')?.get('m')?.value
-  if (text === undefined || /\beval\(/.test(text)) return null
-  // Rows are keyed by place: the fields must be the ones the API sends, in its order.
-  const tokens = (sec: string) => model.model.get(sec)?.get(sec)?.tokens.join() ?? ''
-  if (tokens('r') !== 'r_sub,r_dom,r_obj,r_act' || tokens('p') !== 'p_sub,p_dom,p_obj,p_act,p_eft') return null
-  let tree: MatcherNode
+export interface MatcherReading {
+  /**
+   * The matcher as Casbin evaluates it: its expression parser over the text
+   * after Casbin's bracket rewrite, with Casbin's `in` operator. Null when
+   * the matcher uses eval() (Casbin rewrites it per row) or does not parse.
+   */
+  tree: MatcherNode | null
+  /**
+   * Its alternatives when every one of them ties the policy's subject to
+   * the requester; null when some alternative does not (no row could be
+   * ruled out for it), when it reads a request attribute beyond sub, dom,
+   * obj, act, when the fields are not the API's, or when there is no tree.
+   */
+  alternatives: Alternative[] | null
+}
+
+/** The matcher's tree as Casbin evaluates it, or null (see MatcherReading.tree). */
+function treeOf(text: string | undefined): MatcherNode | null {
+  if (text === undefined || Util.hasEval(text)) return null
+  // Casbin adds `in` before it compiles a matcher (getExpression): added here too, so the tree does not depend on whether Casbin has compiled one yet.
+  expressionEval.addBinaryOp('in', 1, Util.customIn)
   try {
     // The package is CommonJS: its named exports reach ESM only through the default one.
-    tree = expressionEval.parse(text) as unknown as MatcherNode
+    return expressionEval.parse(Util.bracketCompatible(text)) as unknown as MatcherNode
   } catch {
     return null
   }
+}
+
+function alternativesOf(model: Model, tree: MatcherNode | null): Alternative[] | null {
+  if (tree === null) return null
+  // Rows are keyed by place: the fields must be the ones the API sends, in its order.
+  const tokens = (sec: string) => model.model.get(sec)?.get(sec)?.tokens.join() ?? ''
+  if (tokens('r') !== 'r_sub,r_dom,r_obj,r_act' || tokens('p') !== 'p_sub,p_dom,p_obj,p_act,p_eft') return null
   const names = identifiers(tree)
   if (names.includes('<member>') || names.some((n) => n.startsWith('r_') && fieldOf({ type: 'Identifier', name: n }, 'r') === null)) return null
   const form = disjunctiveForm(tree)
@@ -136,4 +157,10 @@ export function analyseMatcher(model: Model): Alternative[] | null {
     alternatives.push(found)
   }
   return alternatives
+}
+
+/** Reads the model's matcher (see MatcherReading). */
+export function readMatcher(model: Model): MatcherReading {
+  const tree = treeOf(model.model.get('m')?.get('m')?.value)
+  return { tree, alternatives: alternativesOf(model, tree) }
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { newModelFromString, type Model } from 'casbin'
+import { newEnforcer, newModelFromString, type Adapter, type Enforcer, type Model } from 'casbin'
 
 export class ModelError extends Error {}
 
@@ -51,4 +51,11 @@ export function readModel(path: string): { text: string; model: Model } {
     throw new ModelError(`cannot read the Casbin model at ${path}: ${(error as Error).message}`)
   }
   return { text, model: parseModel(text) }
+}
+
+/** Casbin's enforcer over the adapter's rows. Auto-save off: a command writes its rows in its own transaction. */
+export async function loadEnforcer(modelText: string, adapter: Adapter): Promise<Enforcer> {
+  const enforcer = await newEnforcer(parseModel(modelText), adapter)
+  enforcer.enableAutoSave(false)
+  return enforcer
 }

@@ -1,4 +1,7 @@
 import type { Model } from 'casbin'
+import { ROWS_PER_TURN, inSlices } from './inSlices.js'
+import { ProbingTable } from './probingTable.js'
+import { hashRow, sameRow } from './rows.js'
 
 /**
  * Direct edits of a Casbin model's rule lists: both lists of the reference model,
@@ -6,7 +9,7 @@ import type { Model } from 'casbin'
  * Casbin's own addPolicy/removePolicy scan the whole list comparing rows (and
  * removal then copies it): at a million rules that blocks every check for 40
  * to 100 ms per write. Here each list has a hash table of row positions beside
- * it, so finding a row is a few probes, adding one is a push, and removing one
+ * it (probingTable.ts), so finding a row is a few probes, adding one is a push, and removing one
  * moves the last row into its place: the list's order changes, which the
  * reference model's effect (some allow and no deny) never looks at.
  *
@@ -17,77 +20,11 @@ import type { Model } from 'casbin'
  * scan instead of wrong answers.
  */
 
-/** Slots per row at most (load factor 1/2), so a missing row ends its probe after a couple of slots. */
-const MAX_LOAD = 2
-/** Below one row per eight slots a part is rebuilt smaller: a policy that shrank does not keep its peak size. */
-const MIN_LOAD = 8
 /**
- * The table is split by hash into this many parts, each growing on its own:
- * growing moves one part's entries (about 4,000 at a million rules) instead
- * of the whole table at once, which stalled an add for about 70 ms.
+ * The positions of one rule list's rows, in the engine's probing table: an
+ * id is a row's place in the list, and a key is a row's values.
  */
-const PARTS = 256
-/** The hash has 30 bits: the top 8 pick the part, the low 22 the slot in it. */
-const PART_SHIFT = 22
-const LOW_BITS = 2 ** PART_SHIFT
-const LOW_MASK = LOW_BITS - 1
-/** Shared by every part that holds no row yet; never written, since a part grows before its first row goes in. */
-const EMPTY_PART: readonly number[] = Object.freeze([0])
-
-/**
- * A slot holds the row's position plus one, times 2^22, plus the low 22 bits
- * of the row's hash: one integer below 2^53, which V8 keeps unboxed in an
- * array of doubles (8 bytes a slot). With the hash bits at hand, probing
- * skips most rows without reading them, and moving entries (growing, or
- * closing a hole) never reads a row: rows lie scattered over the heap, and
- * reading thousands of them made growing a part cost milliseconds.
- */
-const entryOf = (pos: number, hash: number): number => (pos + 1) * LOW_BITS + (hash & LOW_MASK)
-const positionOf = (entry: number): number => Math.floor(entry / LOW_BITS) - 1
-// ToInt32 keeps an integer's low 32 bits exactly, so this reads the stored hash bits.
-const hashBitsOf = (entry: number): number => (entry | 0) & LOW_MASK
-
-/**
- * FNV-1a over every field with a separator between fields, then a final mix
- * so the low bits (which pick the slot) depend on every character.
- */
-function hashRow(values: readonly string[]): number {
-  let h = 0x811c9dc5
-  for (let f = 0; f < values.length; f++) {
-    const value = values[f] as string
-    for (let i = 0; i < value.length; i++) h = Math.imul(h ^ value.charCodeAt(i), 0x01000193)
-    h = Math.imul(h ^ 0xffff, 0x01000193)
-  }
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h & 0x3fffffff
-}
-
-function sameRow(row: readonly string[], values: readonly string[]): boolean {
-  if (row.length !== values.length) return false
-  for (let f = 0; f < values.length; f++) if (row[f] !== values[f]) return false
-  return true
-}
-
-function slotCount(rows: number): number {
-  let slots = 4
-  while (slots < rows * MAX_LOAD) slots *= 2
-  return slots
-}
-
-/**
- * Open addressing with linear probing over one rule list. Plain arrays rather
- * than typed arrays: they live on the V8 heap, so heap figures (the bench's
- * bytes per rule) include them.
- */
-export class RowTable {
-  private readonly parts: number[][] = []
-  private readonly counts: number[] = []
-  /** Rows the table holds, to notice rows pushed onto the list behind its back. */
-  private size = 0
+export class RowTable extends ProbingTable<readonly string[]> {
   /** While a table is built a slice at a time (fileSome): the positions of `rows` filed so far. */
   private filed = 0
   private building = true
@@ -102,12 +39,12 @@ export class RowTable {
     later = false,
   ) {
     // Sized for the rows at hand, so a large load does not grow each part several times over.
-    const start = rows.length < PARTS ? 0 : slotCount(rows.length / PARTS)
-    for (let part = 0; part < PARTS; part++) {
-      this.parts.push(start === 0 ? (EMPTY_PART as number[]) : new Array<number>(start).fill(0))
-      this.counts.push(0)
-    }
+    super(rows.length)
     if (!later) this.fileSome(rows.length)
+  }
+
+  protected override matches(id: number, values: readonly string[]): boolean {
+    return sameRow(this.rows[id] as string[], values)
   }
 
   /** Whether every row of the list is filed (changes are only made to a complete table). */
@@ -122,60 +59,16 @@ export class RowTable {
     const end = Math.min(rows.length, this.filed + count)
     for (let pos = this.filed; pos < end; pos++) {
       const row = rows[pos]
-      if (row !== undefined) this.place(pos, hashRow(row))
+      if (row !== undefined) this.insert(pos, hashRow(row))
     }
     this.filed = end
     this.building = end < rows.length
     return !this.building
   }
 
-  /** Rows the table holds. */
-  get count(): number {
-    return this.size
-  }
-
   /** Whether this table still describes `rows` (see the note at the top of the file). */
   describes(rows: string[][]): boolean {
-    return rows === this.rows && rows.length === this.size
-  }
-
-  private place(pos: number, hash: number): void {
-    const part = hash >>> PART_SHIFT
-    const count = this.counts[part] as number
-    let slots = this.parts[part] as number[]
-    if ((count + 1) * MAX_LOAD > slots.length) slots = this.resize(part, slotCount(count + 1))
-    const mask = slots.length - 1
-    let i = hash & mask
-    while (slots[i] !== 0) i = (i + 1) & mask
-    slots[i] = entryOf(pos, hash)
-    this.counts[part] = count + 1
-    this.size++
-  }
-
-  private resize(part: number, size: number): number[] {
-    const old = this.parts[part] as number[]
-    const slots = size === 0 ? (EMPTY_PART as number[]) : new Array<number>(size).fill(0)
-    const mask = slots.length - 1
-    for (const entry of old) {
-      if (entry === 0) continue
-      let i = hashBitsOf(entry) & mask
-      while (slots[i] !== 0) i = (i + 1) & mask
-      slots[i] = entry
-    }
-    this.parts[part] = slots
-    return slots
-  }
-
-  /** The slot holding a row equal to `values` in the part of `hash`, or -1. */
-  find(values: readonly string[], hash: number): number {
-    const slots = this.parts[hash >>> PART_SHIFT] as number[]
-    const mask = slots.length - 1
-    const bits = hash & LOW_MASK
-    for (let i = hash & mask; ; i = (i + 1) & mask) {
-      const entry = slots[i] as number
-      if (entry === 0) return -1
-      if (hashBitsOf(entry) === bits && sameRow(this.rows[positionOf(entry)] as string[], values)) return i
-    }
+    return rows === this.rows && rows.length === this.count
   }
 
   /** Whether a row equal to `values` is held. */
@@ -186,29 +79,21 @@ export class RowTable {
   /** Appends a row the caller knows is not there yet. */
   push(row: string[]): void {
     this.rows.push(row)
-    this.place(this.rows.length - 1, hashRow(row))
+    this.insert(this.rows.length - 1, hashRow(row))
   }
 
-  /** Removes the row in `slot` of the part of `hash`, filling its place in the list with the last row. */
-  removeSlot(hash: number, slot: number): void {
-    const part = hash >>> PART_SHIFT
-    const slots = this.parts[part] as number[]
-    const pos = positionOf(slots[slot] as number)
-    this.vacate(slots, slot)
+  /** Removes one row equal to `values`, filling its place in the list with the last row; whether there was one. */
+  removeMovingLast(values: readonly string[]): boolean {
+    const pos = this.remove(values, hashRow(values))
+    if (pos === -1) return false
     const last = this.rows.length - 1
     if (pos !== last) {
       const moved = this.rows[last] as string[]
-      const movedHash = hashRow(moved)
-      const movedSlots = this.parts[movedHash >>> PART_SHIFT] as number[]
-      const mask = movedSlots.length - 1
-      const entry = entryOf(last, movedHash)
-      let i = movedHash & mask
-      while (movedSlots[i] !== entry) i = (i + 1) & mask
-      movedSlots[i] = entryOf(pos, movedHash)
+      this.renumber(hashRow(moved), last, pos)
       this.rows[pos] = moved
     }
     this.rows.pop()
-    this.forget(part, slots)
+    return true
   }
 
   /**
@@ -217,45 +102,9 @@ export class RowTable {
    * counts. Its place, or -1 when there is none.
    */
   takeKeepingPlaces(values: readonly string[]): number {
-    const hash = hashRow(values)
-    const slot = this.find(values, hash)
-    if (slot === -1) return -1
-    const part = hash >>> PART_SHIFT
-    const slots = this.parts[part] as number[]
-    const pos = positionOf(slots[slot] as number)
-    this.vacate(slots, slot)
-    this.rows[pos] = undefined
-    this.forget(part, slots)
+    const pos = this.remove(values, hashRow(values))
+    if (pos !== -1) this.rows[pos] = undefined
     return pos
-  }
-
-  /** One row fewer in `part`, whose slots are `slots`: shrinks the part when it has become sparse. */
-  private forget(part: number, slots: number[]): void {
-    this.size--
-    const count = (this.counts[part] as number) - 1
-    this.counts[part] = count
-    if (count * MIN_LOAD < slots.length && slots.length > 4) this.resize(part, count === 0 ? 0 : slotCount(count))
-  }
-
-  /**
-   * Empties a slot without tombstones: later entries of the same probe run
-   * move back into the hole unless their home slot lies after it, so every
-   * lookup still stops at the first empty slot.
-   */
-  private vacate(slots: number[], slot: number): void {
-    const mask = slots.length - 1
-    let hole = slot
-    for (let j = (hole + 1) & mask; ; j = (j + 1) & mask) {
-      const entry = slots[j] as number
-      if (entry === 0) break
-      const home = hashBitsOf(entry) & mask
-      const reachable = hole <= j ? hole < home && home <= j : hole < home || home <= j
-      if (!reachable) {
-        slots[hole] = entry
-        hole = j
-      }
-    }
-    slots[hole] = 0
   }
 }
 
@@ -280,14 +129,11 @@ export function indexRows(model: Model, ptypes: ReadonlyArray<'p' | 'g'> = ['p',
   for (const ptype of ptypes) tableOf(model, ptype)
 }
 
-/** Rows filed per turn of the event loop by indexRowsSoon: about 10 ms of work, so checks in between wait no longer. */
-const ROWS_PER_TURN = 25_000
-
 /**
- * Builds the tables of the given rule lists in the background, a slice per
- * turn of the event loop: a load is ready without them (at a million rules
- * they take about a third of a second), and nothing waits for them but a
- * write, which finishes the table it needs at once (tableOf).
+ * Builds the tables of the given rule lists in the background (inSlices): a
+ * load is ready without them (at a million rules they take about a third of
+ * a second), and nothing waits for them but a write, which finishes the
+ * table it needs at once (tableOf).
  */
 export function indexRowsSoon(model: Model, ptypes: ReadonlyArray<'p' | 'g'> = ['p', 'g']): void {
   for (const ptype of ptypes) {
@@ -299,17 +145,14 @@ export function indexRowsSoon(model: Model, ptypes: ReadonlyArray<'p' | 'g'> = [
     }
     const table = new RowTable(rows, true)
     tables.set(rows, table)
-    const fileSlice = (): void => {
-      // A table replaced (a reload, Casbin's own list swap) or finished by a write needs no more slices.
-      if (tables.get(rows) === table && !table.fileSome(ROWS_PER_TURN)) setImmediate(fileSlice)
-    }
-    setImmediate(fileSlice)
+    // A table replaced (a reload, Casbin's own list swap) or finished by a write needs no more slices.
+    inSlices((count) => tables.get(rows) !== table || table.fileSome(count))
   }
 }
 
 /** Whether a row equal to `values` is in the model. */
 export function hasRow(model: Model, ptype: 'p' | 'g', values: readonly string[]): boolean {
-  return tableOf(model, ptype).find(values, hashRow(values)) !== -1
+  return tableOf(model, ptype).has(values)
 }
 
 /** Appends a row the caller knows is not there yet. */
@@ -325,11 +168,7 @@ export function appendRow(model: Model, ptype: 'p' | 'g', values: readonly strin
  */
 export function removeRows(model: Model, ptype: 'p' | 'g', values: readonly string[]): boolean {
   const table = tableOf(model, ptype)
-  const hash = hashRow(values)
   let removed = false
-  for (let slot = table.find(values, hash); slot !== -1; slot = table.find(values, hash)) {
-    table.removeSlot(hash, slot)
-    removed = true
-  }
+  while (table.removeMovingLast(values)) removed = true
   return removed
 }

@@ -1,8 +1,6 @@
 import type { Model } from 'casbin'
 import type { RuleChange } from './decisionIndex.js'
-
-const sameRow = (row: readonly string[], values: readonly string[]): boolean =>
-  row.length === values.length && row.every((value, i) => value === values[i])
+import { sameRow } from './rows.js'
 
 /**
  * Runs `ask` (synchronous: nothing else runs meanwhile) on the model's p

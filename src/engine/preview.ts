@@ -1,6 +1,6 @@
-import { GLOBAL_DOMAIN, homeDomain, type Account } from '../domain/principals.js'
 import type { RuleChange } from './decisionIndex.js'
 import type { PermissionEngine } from './engine.js'
+import type { Reached } from './decisionPath.js'
 import type { AccountSource } from './holders.js'
 
 /** Users listed in a preview at most. */
@@ -26,46 +26,19 @@ export interface AccessPreview {
   sample: PreviewUser[]
 }
 
-/** A user a change reaches, and the domain its decision is taken in. */
-export interface Reached {
-  account: Account
-  domain: string
-}
+export type { Reached } from './decisionPath.js'
 
 /**
- * The users a change of the role's row in `domain` reaches. With the
- * shipped model: those reaching the role by `g` links in that domain,
- * decided there; for a `global` row, those reaching it in any domain
- * (merchant users in their own merchant, system-owner users in `global`),
- * each decided in the domain of its link. With another model of the family
- * the matcher says where a row counts, not the link: every user reaching
- * the role by links in any domain (no row of the role reaches anyone else),
- * each decided in its home domain; outside the family, every user.
+ * The users a change of the role's row in `domain` reaches, as the decision
+ * path reads its rows. With the shipped model: those reaching the role by
+ * `g` links in that domain, decided there; for a `global` row, those
+ * reaching it in any domain, each decided in the domain of its link. With
+ * another model of the family the matcher says where a row counts, not the
+ * link: every user reaching the role by links in any domain, each decided
+ * in its home domain; outside the family, every user.
  */
 export function roleReach(engine: PermissionEngine, accounts: Pick<AccountSource, 'peek' | 'all'>, role: string, domain: string): Reached[] {
-  const policy = engine.policy
-  const reached: Reached[] = []
-  if (engine.mode === 'enforce-cache') {
-    for (const account of accounts.all()) reached.push({ account, domain: homeDomain(account) })
-    return reached
-  }
-  if (engine.mode === 'candidates') {
-    const members = new Set([role])
-    for (const d of [...policy.linkDomains()]) policy.membersReaching([role], d, members)
-    for (const id of members) {
-      const account = accounts.peek(id)
-      if (account !== undefined && account.id === id) reached.push({ account, domain: homeDomain(account) })
-    }
-    return reached
-  }
-  const domains = domain === GLOBAL_DOMAIN ? [...policy.linkDomains()] : [domain]
-  for (const d of domains) {
-    for (const id of policy.membersReaching([role], d, new Set())) {
-      const account = accounts.peek(id)
-      if (account !== undefined) reached.push({ account, domain: d })
-    }
-  }
-  return reached
+  return engine.roleReach(accounts, role, domain)
 }
 
 /**

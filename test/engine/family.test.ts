@@ -15,6 +15,7 @@ import t from 'tap'
 import { RulesAdapter } from '../../src/engine/adapter.js'
 import { PermissionEngine, type Subject } from '../../src/engine/engine.js'
 import type { RuleChange } from '../../src/engine/decisionIndex.js'
+import { explainedKind, reasonOf } from '../../src/engine/explain.js'
 import { parseModel } from '../../src/engine/model.js'
 import { permissionHolders, type AccountSource } from '../../src/engine/holders.js'
 import { previewChanges, roleReach } from '../../src/engine/preview.js'
@@ -181,6 +182,9 @@ for (const [v, variant] of VARIANTS.entries()) {
                 const why = engine.explain(subject, dom, obj, act)
                 if (why.allowed !== expected) mismatch(`explain ${sub} ${dom} ${obj} ${act}: expected ${expected}`)
                 if (variant.mode !== 'index' && (why.reason.rule ?? []).join() !== row.join()) mismatch(`explained row ${sub} ${dom} ${obj} ${act}: ${String(why.reason.rule)} vs ${row.join()}`)
+                // Casbin's paths: the reason is the kind of the row enforceEx names (the index's is checked against the plain reading in the differential test).
+                const kind = explainedKind(reasonOf(sub, expected, row.length > 0 ? row : null))
+                if (variant.mode !== 'index' && why.reason.kind !== kind) mismatch(`reason ${sub} ${dom} ${obj} ${act}: ${why.reason.kind} vs ${kind}`)
               }
             }
           }

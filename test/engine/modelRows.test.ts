@@ -13,7 +13,7 @@ const catalog = [{ obj: 'orders', act: 'read', label: 'Read orders', group_name:
 const SEED = 20261124
 
 function enforcerOf(engine: PermissionEngine): Enforcer {
-  return (engine as unknown as { loaded: { enforcer: Enforcer } }).loaded.enforcer
+  return (engine as unknown as { path: { enforcer: Enforcer } }).path.enforcer
 }
 
 function listOf(model: Model, ptype: 'p' | 'g'): string[][] {

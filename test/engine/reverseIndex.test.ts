@@ -1,4 +1,5 @@
 import t from 'tap'
+import { REASON, REASON_NAMES } from '../../src/engine/explain.js'
 import { DecisionIndex } from '../../src/engine/decisionIndex.js'
 import { holderOrder, sortedPage, type Holder } from '../../src/engine/holders.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
@@ -81,15 +82,22 @@ t.test('a role with many members, added and removed in any order', async (t) => 
   t.same([...index.linkDomains()], [])
 })
 
-t.test('the deciding row and the overlay agree with allowed()', async (t) => {
+t.test('the reason and deciding row come from the fold that answers, and the overlay agrees with allowed()', async (t) => {
   const index = build()
-  t.same(index.decidingRule('u-1', 'm1', 'orders', 'read'), ['clerk', 'm1', 'orders', 'read', 'allow'])
-  t.same(index.decidingRule('u-1', 'm1', 'orders', 'refund'), ['clerk', 'm1', 'orders', 'refund', 'deny'], 'a deny beats the global allow')
-  t.same(index.decidingRule('u-1', 'm1', 'customers', 'read'), ['u-1', 'm1', 'customers', 'read', 'allow'], 'its own row')
-  t.same(index.decidingRule('u-3', 'm1', 'orders', 'read'), ['u-3', 'm1', 'orders', 'read', 'deny'])
-  t.same(index.decidingRule('u-2', 'm7', 'orders', 'read'), ['support', 'global', 'orders', 'read', 'allow'])
-  t.same(index.decidingRule('u-4', 'm1', 'orders', 'read'), ['clerk', 'm1', 'orders', 'read', 'allow'], 'through the hierarchy')
-  t.equal(index.decidingRule('u-1', 'm1', 'payouts', 'read'), null)
+  /** The reason's name and the deciding row, both read from one fold. */
+  const why = (subject: string, domain: string, obj: string, act: string) => [REASON_NAMES[index.reason(subject, domain, obj, act)], index.decidingRow()]
+  t.same(why('u-1', 'm1', 'orders', 'read'), ['role', ['clerk', 'm1', 'orders', 'read', 'allow']])
+  t.same(why('u-1', 'm1', 'orders', 'refund'), ['role_deny', ['clerk', 'm1', 'orders', 'refund', 'deny']], 'a deny beats the global allow')
+  t.same(why('u-1', 'm1', 'customers', 'read'), ['user_allow', ['u-1', 'm1', 'customers', 'read', 'allow']], 'its own row')
+  t.same(why('u-3', 'm1', 'orders', 'read'), ['user_deny', ['u-3', 'm1', 'orders', 'read', 'deny']])
+  t.same(why('u-2', 'm7', 'orders', 'read'), ['role', ['support', 'global', 'orders', 'read', 'allow']])
+  t.same(why('u-4', 'm1', 'orders', 'read'), ['role', ['clerk', 'm1', 'orders', 'read', 'allow']], 'through the hierarchy')
+  t.same(why('u-1', 'm1', 'payouts', 'read'), ['none', null])
+  index.reason('u-1', 'm1', 'customers', 'read')
+  t.same(why('u-1', 'm1', 'nothing', 'here'), ['none', null], 'a pair never seen leaves no row of the question before')
+  for (const [s, d, o, a] of [['u-1', 'm1', 'orders', 'read'], ['u-1', 'm1', 'orders', 'refund'], ['u-3', 'm1', 'orders', 'read'], ['u-1', 'm1', 'payouts', 'read']] as const) {
+    t.equal(index.reason(s, d, o, a) < REASON.user_deny, index.allowed(s, d, o, a), `${s} ${o}:${a}: the reason goes with the answer`)
+  }
 
   const grant = [{ op: 'add' as const, rule: ['clerk', 'm1', 'payouts', 'read', 'allow'] }]
   t.equal(index.allowedAfter('u-1', 'm1', 'payouts', 'read', grant), true, 'a pair the index has never seen')

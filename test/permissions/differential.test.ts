@@ -28,7 +28,7 @@ import t, { type Test } from 'tap'
 import { declaredCatalog, type PermissionDeclaration } from '../../src/domain/permissions.js'
 import { GLOBAL_DOMAIN, homeDomain, type Account } from '../../src/domain/principals.js'
 import { syncCatalog } from '../../src/commands/syncCatalog.js'
-import { ALLOWING_KINDS } from '../../src/engine/explain.js'
+import { ALLOWING_KINDS, REASON, explainedKind, reasonOf, type ReasonName } from '../../src/engine/explain.js'
 import { holdersPage } from '../../src/engine/holders.js'
 import authentication from '../../src/http/plugins/authentication.js'
 import authorization from '../../src/http/plugins/authorization.js'
@@ -193,27 +193,51 @@ async function differential(t: Test, label: string, env: Record<string, string>,
         }
         return found
       }
-      const oracle = (u: Account, domain: string, pair: Pair): boolean => {
-        if (!active(pair) || u.status === 'deactivated') return false
-        if (u.principal_type === 'merchant' && u.merchant_id !== domain) return false
-        if (u.principal_type === 'merchant' && platformOnly(pair)) return false
-        if (service.engine.isRootRole(u.sub_role_code)) return true
+      /**
+       * Why, by the same plain reading: the rules outside the model first,
+       * then any deny over every allow, and the user's own override named
+       * before its roles' rows when both say the same.
+       */
+      const oracleReason = (u: Account, domain: string, pair: Pair): ReasonName => {
+        if (u.status === 'deactivated') return 'deactivated'
+        if (!active(pair)) return 'not_in_catalog'
+        if (u.principal_type === 'merchant' && u.merchant_id !== domain) return 'outside_home_domain'
+        if (u.principal_type === 'merchant' && platformOnly(pair)) return 'none'
+        if (service.engine.isRootRole(u.sub_role_code)) return 'root'
         const home = homeDomain(u)
         // The user's sub-role, and the roles it inherits: in its home merchant's domain, or in `global` for system owners (whose grants in `global` reach every domain).
         const rolesHere = home === domain ? reach(u.sub_role_code, domain) : new Set<string>()
         const rolesGlobal = home === GLOBAL_DOMAIN ? reach(u.sub_role_code, GLOBAL_DOMAIN) : new Set<string>()
-        const effects = new Set<Effect>()
+        const roleEffects = new Set<Effect>()
         for (const effect of ['allow', 'deny'] as const) {
           for (const role of rolesHere) {
-            for (const d of [domain, GLOBAL_DOMAIN]) if (roleRules.has([role, d, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
+            for (const d of [domain, GLOBAL_DOMAIN]) if (roleRules.has([role, d, pair.obj, pair.act, effect].join('|'))) roleEffects.add(effect)
           }
-          for (const role of rolesGlobal) if (roleRules.has([role, GLOBAL_DOMAIN, pair.obj, pair.act, effect].join('|'))) effects.add(effect)
+          for (const role of rolesGlobal) if (roleRules.has([role, GLOBAL_DOMAIN, pair.obj, pair.act, effect].join('|'))) roleEffects.add(effect)
         }
+        const userEffects = new Set<Effect>()
         for (const d of new Set([domain, GLOBAL_DOMAIN])) {
           const o = userRules.get([u.id, d, pair.obj, pair.act].join('|'))
-          if (o !== undefined) effects.add(o)
+          if (o !== undefined) userEffects.add(o)
         }
-        return effects.has('allow') && !effects.has('deny')
+        if (userEffects.has('deny')) return 'user_deny'
+        if (roleEffects.has('deny')) return 'role_deny'
+        if (userEffects.has('allow')) return 'user_allow'
+        return roleEffects.has('allow') ? 'role' : 'none'
+      }
+      const oracle = (u: Account, domain: string, pair: Pair): boolean => ALLOWING_KINDS.has(explainedKind(REASON[oracleReason(u, domain, pair)]))
+      /**
+       * The kind an explanation must give: the plain reading's on the index;
+       * on Casbin's paths, when the model decides, the kind of the row
+       * Casbin's enforceEx names (which of two agreeing rows it names is
+       * the list's order).
+       */
+      const expectedKind = (u: Account, domain: string, pair: Pair) => {
+        const reason = oracleReason(u, domain, pair)
+        const settled = reason === 'deactivated' || reason === 'not_in_catalog' || reason === 'outside_home_domain' || reason === 'root'
+        if (expectedMode === 'index' || settled) return explainedKind(REASON[reason])
+        const [allowed, row] = service.engine.enforceEx(u.id, domain, pair.obj, pair.act)
+        return explainedKind(reasonOf(u.id, allowed, row.length > 0 ? row : null))
       }
 
       // After every single change: the in-memory decision (index and its memo,
@@ -234,9 +258,9 @@ async function differential(t: Test, label: string, env: Record<string, string>,
               const { allowed, reason } = service.engine.explain(account, domain, pair.obj, pair.act)
               const own = reason.kind === 'user_allow' || reason.kind === 'user_deny'
               const rowFits = reason.rule === undefined ? !['user_allow', 'user_deny', 'role_deny'].includes(reason.kind) : reason.rule[2] === pair.obj && reason.rule[3] === pair.act && (reason.rule[0] === u.id) === own
-              if (allowed !== expected || ALLOWING_KINDS.has(reason.kind) !== allowed || !rowFits) {
+              if (allowed !== expected || ALLOWING_KINDS.has(reason.kind) !== allowed || !rowFits || reason.kind !== expectedKind(u, domain, pair)) {
                 mismatches++
-                t.fail(`${label} after ${after}: explanation of ${u.id} in ${domain} ${pair.obj}:${pair.act}: ${JSON.stringify({ allowed, reason })}, oracle ${expected}`)
+                t.fail(`${label} after ${after}: explanation of ${u.id} in ${domain} ${pair.obj}:${pair.act}: ${JSON.stringify({ allowed, reason })}, oracle ${expected} (${expectedKind(u, domain, pair)})`)
               }
             }
           }
