@@ -61,6 +61,6 @@ export async function gateModelDecisions(config: Config, db: Queryable, log?: Lo
 export function logDecisionPath(engine: PermissionEngine, modelPath: string, log: Logger): void {
   const cost = measureDecisionCost(engine)
   const fields = { model: modelPath, decision_path: cost.mode, decisions_per_second: cost.perSecond, p_rules: cost.pRules, g_rules: cost.gRules }
-  if (cost.mode !== 'enforce-cache') log.info(fields, describeDecisionCost(cost))
+  if (!cost.scansEveryRow) log.info(fields, describeDecisionCost(cost))
   else log.warn(fields, `${describeDecisionCost(cost)} (correct, slower)`)
 }

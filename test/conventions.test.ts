@@ -19,18 +19,16 @@ const filesUnder = (folder: string, ending: string): string[] =>
 const source = filesUnder('src/', '.ts').map((path) => ({ path, text: readFileSync(new URL(path, root), 'utf8') }))
 const holding = (re: RegExp) => source.filter((f) => re.test(f.text)).map((f) => f.path)
 
-// The engine is being reshaped on its own; what it still holds of these is named here until then.
-const ENGINE_LEFT = new Set(['src/engine/effective.ts', 'src/engine/decisionCost.ts'])
 
 t.test('text is sorted in code-unit order, never the locale’s', async (t) => {
   t.same(['b', 'B', '_', 'a', '-', 'Z'].sort(byCodeUnits), ['-', 'B', 'Z', '_', 'a', 'b'])
-  t.same(holding(/\.localeCompare\(/).filter((p) => !ENGINE_LEFT.has(p)), [], 'no localeCompare in src/')
+  t.same(holding(/\.localeCompare\(/), [], 'no localeCompare in src/')
 })
 
 t.test("the platform's domain is GLOBAL_DOMAIN, not a literal (SQL text aside)", async (t) => {
   // A literal inside a SQL string reads more plainly there than an interpolation.
   const literal = /(^|[^"])'global'/m
-  const outsideSql = source.filter((f) => !f.path.startsWith('src/storage/') && !ENGINE_LEFT.has(f.path) && f.path !== 'src/domain/principals.ts')
+  const outsideSql = source.filter((f) => !f.path.startsWith('src/storage/') && f.path !== 'src/domain/principals.ts')
   t.same(outsideSql.filter((f) => literal.test(f.text)).map((f) => f.path), [])
 })
 

@@ -1,3 +1,4 @@
+import { GLOBAL_DOMAIN } from '../domain/principals.js'
 import type { PermissionEngine } from './engine.js'
 
 /** A measurement stops after this long (or MEASURE_QUESTIONS questions): it runs at every start. */
@@ -17,6 +18,8 @@ export interface DecisionCost {
   path: string
   /** Why the model gets that path, in words ('' when that needs no saying). */
   why: string
+  /** Whether an uncached decision scans every row (its cost grows with the policy). */
+  scansEveryRow: boolean
   pRules: number
   gRules: number
   questions: number
@@ -43,7 +46,7 @@ const distinct = (values: Iterable<string | undefined>): string[] => {
 export function measureDecisionCost(engine: PermissionEngine, budgetMs = MEASURE_BUDGET_MS): DecisionCost {
   const { p, g } = engine.loadedRules
   const subjects = distinct([...g.slice(0, SAMPLED * 4).map((r) => r[0]), ...p.slice(0, SAMPLED * 4).map((r) => r[0])])
-  const domains = distinct(['global', ...p.slice(0, SAMPLED * 4).map((r) => r[1]), ...g.slice(0, SAMPLED * 4).map((r) => r[2])])
+  const domains = distinct([GLOBAL_DOMAIN, ...p.slice(0, SAMPLED * 4).map((r) => r[1]), ...g.slice(0, SAMPLED * 4).map((r) => r[2])])
   const pairs = p.slice(0, SAMPLED * 4).map((r) => [r[2] ?? '', r[3] ?? ''] as const)
   if (subjects.length === 0) subjects.push('nobody')
   if (pairs.length === 0) pairs.push(['nothing', 'none'])
@@ -75,6 +78,7 @@ export function measureDecisionCost(engine: PermissionEngine, budgetMs = MEASURE
     mode: engine.mode,
     path: engine.pathWords.how,
     why: engine.pathWords.why,
+    scansEveryRow: engine.pathWords.scansEveryRow,
     pRules: p.length,
     gRules: g.length,
     questions,

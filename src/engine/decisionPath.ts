@@ -44,6 +44,8 @@ export interface DecisionPath {
   readonly how: string
   /** Why the model gets this path, in words, when that needs saying ('' when not). */
   readonly why: string
+  /** Whether an uncached decision's cost grows with the policy (a scan of every row): the start-up log warns about such a path. */
+  readonly scansEveryRow: boolean
   /** Casbin's enforcer over the same rows (enforce() for tools and tests; its role manager). */
   readonly enforcer: Enforcer
   /** The rows as grants and links: who holds what (a holder's `via`, effective sets, access review). */

@@ -1,6 +1,7 @@
 import { GLOBAL_DOMAIN } from '../domain/principals.js'
 import { pairKey, type PermissionEngine, type Subject } from './engine.js'
 import { isRootAccount } from '../domain/root.js'
+import { byCodeUnits } from '../domain/textOrder.js'
 
 export interface EffectivePermission {
   obj: string
@@ -59,5 +60,5 @@ export function effectivePermissions(engine: PermissionEngine, subject: Subject,
       expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
     })
   }
-  return result.sort((a, b) => a.obj.localeCompare(b.obj) || a.act.localeCompare(b.act))
+  return result.sort((a, b) => byCodeUnits(a.obj, b.obj) || byCodeUnits(a.act, b.act))
 }

@@ -99,8 +99,8 @@ export class PermissionEngine {
   }
 
   /** How decisions are taken, and why the model gets that path, in words. */
-  get pathWords(): { how: string; why: string } {
-    return { how: this.path.how, why: this.path.why }
+  get pathWords(): { how: string; why: string; scansEveryRow: boolean } {
+    return { how: this.path.how, why: this.path.why, scansEveryRow: this.path.scansEveryRow }
   }
 
   /** Loads the policy again on the same path, off to the side, and swaps it in at once: no check sees a partial policy. */

@@ -79,6 +79,7 @@ abstract class CandidatesPath implements DecisionPath {
   abstract readonly name: DecisionPathName
   abstract readonly how: string
   readonly why = 'the model differs from the one the decision index implements, so '
+  readonly scansEveryRow = false
   readonly enforcer: Enforcer
   readonly index: DecisionIndex
   readonly expiries: OverrideExpiries

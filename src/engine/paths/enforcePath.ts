@@ -18,6 +18,7 @@ export class EnforcePath implements DecisionPath {
   readonly name = 'enforce-cache'
   readonly how = 'enforce() with a cache (a scan of every p rule per uncached decision; every write clears the cache)'
   readonly why = "the matcher does not tie the policy's subject to the requester in every alternative, so "
+  readonly scansEveryRow = true
   readonly cache = new DecisionCache()
 
   private constructor(

@@ -25,6 +25,7 @@ export class IndexPath implements DecisionPath {
   readonly name = 'index'
   readonly how = 'the decision index'
   readonly why = ''
+  readonly scansEveryRow = false
 
   private constructor(
     readonly enforcer: Enforcer,
