@@ -63,6 +63,27 @@ export async function verifyAudit(db: Queryable, options: VerifyAuditOptions = {
   return { rows: verifier.rows, read: verifier.read, full, largestSlice, problem }
 }
 
+/**
+ * Verifications asked for while one of the same kind is running join it
+ * instead of walking the trail again: the work of many concurrent requests
+ * is one walk. A joined request answers with the running walk's result,
+ * which reached the last row written when that walk began.
+ */
+export class SharedAuditVerifications {
+  private readonly running = new Map<boolean, Promise<AuditVerification>>()
+
+  constructor(private readonly db: Queryable) {}
+
+  run(full: boolean): Promise<AuditVerification> {
+    let walk = this.running.get(full)
+    if (walk === undefined) {
+      walk = verifyAudit(this.db, { full }).finally(() => this.running.delete(full))
+      this.running.set(full, walk)
+    }
+    return walk
+  }
+}
+
 export function describeProblem(problem: ChainProblem): string {
   switch (problem.kind) {
     case 'edited':

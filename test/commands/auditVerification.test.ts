@@ -1,6 +1,6 @@
 import t from 'tap'
 import { appendChainedAuditRows, measureStall } from '../../bench/auditChain.js'
-import { AUDIT_VERIFY_PAGE_ROWS, verifyAudit } from '../../src/commands/verifyAudit.js'
+import { AUDIT_VERIFY_PAGE_ROWS, SharedAuditVerifications, verifyAudit } from '../../src/commands/verifyAudit.js'
 import { moveAuditCheckpoint, readAuditCheckpoint } from '../../src/storage/audit.js'
 import type { Database, Queryable } from '../../src/storage/db.js'
 import { backend, buildTestApp, freshDatabase, register, secondConnection } from '../helper.js'
@@ -100,6 +100,23 @@ t.test('the checkpoint moves by compare-and-set', async (t) => {
   const after = await chainEnd(db)
   t.same(await readAuditCheckpoint(db), { id: after.id, hash: after.hash, rows: after.rows }, 'the checkpoint is a consistent point: the last row, its hash, the count')
   t.match(await verifyAudit(db, { full: false }), { problem: null, read: 0, rows: after.rows })
+})
+
+t.test('concurrent verifications of one kind join the running walk instead of starting another', async (t) => {
+  const db = await freshDatabase(t)
+  await migrate(db)
+  await appendChainedAuditRows(db, 2_000)
+  const shared = new SharedAuditVerifications(db)
+  const first = shared.run(true)
+  t.equal(shared.run(true), first, 'a second full verification joins the first')
+  const fromCheckpoint = shared.run(false)
+  t.not(fromCheckpoint, first, 'one from the checkpoint is a walk of its own')
+  const [a, b] = await Promise.all([first, fromCheckpoint])
+  t.equal(a.problem, null)
+  t.equal(b.problem, null)
+  const again = shared.run(true)
+  t.not(again, first, 'once it has ended, the next verification walks again')
+  t.equal((await again).problem, null)
 })
 
 t.test('GET verification: from the checkpoint; full=true for root callers only', async (t) => {

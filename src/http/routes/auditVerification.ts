@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { CommandContext } from '../../commands/context.js'
-import { describeProblem, verifyAudit } from '../../commands/verifyAudit.js'
+import { SharedAuditVerifications, describeProblem } from '../../commands/verifyAudit.js'
 import { ServiceError } from '../../domain/errors.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { ROOT_SUB_ROLE, isRootAccount } from '../../domain/root.js'
@@ -29,6 +29,7 @@ const AuditVerificationData = Type.Object({
  * `super_admin` otherwise, as the policy export answers).
  */
 export const auditVerificationRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
+  const verifications = new SharedAuditVerifications(ctx.db)
   app.get(
     '/v2/admin/permissions/audit-log/verification',
     {
@@ -45,7 +46,7 @@ export const auditVerificationRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandCo
       if (full && !isRootAccount(ctx.engine, callerOf(request).account)) {
         throw new ServiceError('PERMISSION_DENIED', { permission: ROOT_SUB_ROLE })
       }
-      const { rows, read, problem } = await verifyAudit(ctx.db, { full })
+      const { rows, read, problem } = await verifications.run(full)
       return success({ valid: problem === null, rows, read, full, problem: problem === null ? null : { ...problem, message: describeProblem(problem) } })
     },
   )
