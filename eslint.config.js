@@ -5,9 +5,9 @@ import tseslint from 'typescript-eslint'
 // from (docs/architecture.md). An import from anything else in src/ fails
 // lint: a layer never reaches up. compose.ts is the one file that builds
 // every layer; the runner (http) and the command line (cli) start from it.
-const FOLDERS = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'modelCheck', 'i18n', 'schemas', 'http', 'cli']
+const FOLDERS = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'modelCheck', 'i18n', 'schemas', 'decisionLog', 'http', 'cli']
 const ROOT_FILES = ['config', 'startup', 'compose', 'modelGate', 'startNotice']
-const FRONT_SHARED = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'i18n', 'schemas', 'config', 'startup', 'compose']
+const FRONT_SHARED = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'i18n', 'schemas', 'decisionLog', 'config', 'startup', 'compose']
 export const LAYERS = {
   domain: [],
   storage: ['domain'],
@@ -18,11 +18,12 @@ export const LAYERS = {
   modelCheck: ['domain', 'storage', 'engine'],
   i18n: ['domain'],
   schemas: ['domain', 'engine', 'i18n'],
+  decisionLog: ['domain', 'storage', 'engine'],
   http: [...FRONT_SHARED, 'modelGate', 'startNotice'],
   cli: [...FRONT_SHARED, 'modelCheck'],
   config: ['domain'],
   startup: ['domain', 'config'],
-  compose: ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'config', 'modelGate'],
+  compose: ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'decisionLog', 'config', 'modelGate'],
   modelGate: ['domain', 'storage', 'engine', 'modelCheck', 'config', 'compose'],
   startNotice: ['domain', 'storage', 'compose'],
 }
