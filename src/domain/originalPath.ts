@@ -29,6 +29,7 @@ export type PathAmbiguity =
   | 'invisible-character'
   | 'empty-segment'
   | 'fragment-path'
+  | 'alternate-stream'
 
 /** The decoded segments of an unambiguous path (`/` is `['']`; a trailing slash is dropped), or why it is refused. */
 export type OriginalPath = { segments: string[] } | { ambiguous: PathAmbiguity }
@@ -47,6 +48,11 @@ const INVISIBLE = /[^\S ]|\p{Cf}/u
 /** The delimiters and whitespace of a segment, in order: what Unicode compatibility folding (NFKC) must leave as it is. */
 const DELIMITERS = /[./\\;:%?#\s]/gu
 const WHITESPACE = /\s/u
+/**
+ * NTFS's alternate data streams: Windows upstreams read `customers::$DATA`
+ * and `customers:x:$DATA` as the file `customers`.
+ */
+const ALTERNATE_STREAM = /:\$|:[^:]*:\$/
 
 const ENCODED_DELIMITERS: Readonly<Record<string, PathAmbiguity>> = { '2F': 'encoded-slash', '5C': 'encoded-backslash', '2E': 'encoded-dot', '3B': 'encoded-semicolon' }
 
@@ -58,7 +64,8 @@ const ENCODED_DELIMITERS: Readonly<Record<string, PathAmbiguity>> = { '2F': 'enc
  * whitespace, a control character, raw space or raw non-ASCII byte, Unicode
  * whitespace or a format character, a broken or double percent-encoding, a
  * segment whose delimiters Unicode folding changes, or a fragment that a
- * reader unaware of fragments would take for more path. Each segment is
+ * reader unaware of fragments would take for more path, or an NTFS
+ * alternate data stream (`::$DATA`). Each segment is
  * judged as sent and as decoded.
  */
 export function normaliseOriginalPath(uri: string): OriginalPath {
@@ -104,7 +111,8 @@ function readSegment(text: string): string | { ambiguous: PathAmbiguity } {
   // Decoding keeps a trailing dot trailing: the decoded form is judged for both (below) when there is anything to decode.
   if (!escaped) {
     const padded = trimmed(path)
-    return padded === null ? path : { ambiguous: padded }
+    if (padded !== null) return { ambiguous: padded }
+    return ALTERNATE_STREAM.test(path) ? { ambiguous: 'alternate-stream' } : path
   }
   let decoded: string
   try {
@@ -123,6 +131,7 @@ function readSegment(text: string): string | { ambiguous: PathAmbiguity } {
   const segment = hashAt === -1 ? decoded : decodeURIComponent(path)
   const padded = trimmed(segment)
   if (padded !== null) return { ambiguous: padded }
+  if (ALTERNATE_STREAM.test(segment)) return { ambiguous: 'alternate-stream' }
   if (NON_ASCII.test(segment) && foldsDelimiters(segment)) return { ambiguous: 'compatibility-form' }
   return segment
 }

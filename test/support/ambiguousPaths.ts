@@ -105,6 +105,12 @@ export const AMBIGUOUS_PATHS: readonly AmbiguousPath[] = [
   line('/products/..%u0020/customers/1', 'invalid-escape'),
   // A fragment that a reader unaware of fragments takes for more path.
   line('/products/x#/../../customers/1', 'fragment-path'),
+  // Windows upstreams read an NTFS stream name as the file it belongs to.
+  line('/products/1::$DATA', 'alternate-stream'),
+  line('/products/1::$data', 'alternate-stream'),
+  line('/products/1:secret:$DATA', 'alternate-stream'),
+  line('/products/1%3A%3A%24DATA', 'alternate-stream'),
+  line('/products/x:$I30:$INDEX_ALLOCATION', 'alternate-stream'),
   headerOnly('products/1', 'not-absolute'),
   headerOnly('http://upstream/customers/1', 'not-absolute'),
 ]
