@@ -34,13 +34,16 @@ export function getCatalog(engine: PermissionEngine): CatalogEntry[] {
 /**
  * get-role-permissions: a root sub-role lists the whole active catalog; any
  * other lists its allow grants in the domain and in `global`, minus pairs the
- * sub-role is denied there.
+ * sub-role is denied there. In a merchant's domain `platform` pairs are left
+ * out: no merchant user holds one, whatever a `global` row says.
  */
 export async function getRolePermissions(ctx: CommandContext, caller: Caller, subRole: string, requested: string | undefined): Promise<RolePermissions> {
   const domain = roleDomain(caller.account, requested)
   await assertDomainExists(ctx.db, domain)
   const isRoot = isRootSubRole(ctx.engine, subRole)
-  const active = ctx.engine.catalogEntries().filter((e) => e.is_active)
+  const holdable = (entry: CatalogEntry | undefined): entry is CatalogEntry =>
+    entry?.is_active === true && (domain === GLOBAL_DOMAIN || entry.scope !== 'platform')
+  const active = ctx.engine.catalogEntries().filter(holdable)
   if (isRoot) {
     const permissions = active.map((e) => ({ obj: e.obj, act: e.act, domain, label: e.label, group_name: e.group_name }))
     return { sub_role_code: subRole, domain, is_root: true, permissions }
@@ -51,7 +54,7 @@ export async function getRolePermissions(ctx: CommandContext, caller: Caller, su
     .filter((r) => r.effect === 'allow' && !denied.has(`${r.obj}:${r.act}`))
     .flatMap((r) => {
       const entry = ctx.engine.catalogEntry(r.obj, r.act)
-      return entry?.is_active === true ? [{ obj: r.obj, act: r.act, domain: r.domain, label: entry.label, group_name: entry.group_name }] : []
+      return holdable(entry) ? [{ obj: r.obj, act: r.act, domain: r.domain, label: entry.label, group_name: entry.group_name }] : []
     })
     .sort((a, b) => byCodeUnits(a.obj, b.obj) || byCodeUnits(a.act, b.act) || byCodeUnits(a.domain, b.domain))
   return { sub_role_code: subRole, domain, is_root: false, permissions }

@@ -107,6 +107,14 @@ t.test("a global grant of a platform pair to a sub-role code reaches system-owne
   t.same(await check(staff, true), { allowed: true, reason: { kind: 'role', rule: ['clerk', 'global', 'merchant', 'onboard', 'allow'] } }, 'the system-owner user holds it')
   t.ok((await effective(staff)).includes('merchant:onboard'), 'and its effective set lists it')
   t.same((await holders('global')).sort(), [ta.root.id, staff.id].sort(), 'the holders in global: root and the system-owner user')
+  const rolePairs = async (role: string, domain: string) =>
+    (await dataOf<{ permissions: Array<{ obj: string; act: string }> }>(ta.call({ method: 'GET', url: `/v2/admin/permissions/roles/${role}?domain=${domain}` }))).permissions.map(
+      (p) => `${p.obj}:${p.act}`,
+    )
+  t.ok((await rolePairs('clerk', 'global')).includes('merchant:onboard'), "the role's permissions in global list the grant")
+  t.notOk((await rolePairs('clerk', 'm1')).includes('merchant:onboard'), "in m1 they leave it out: no merchant user holds it")
+  t.notOk((await rolePairs('super_admin', 'm1')).includes('merchant:onboard'), "nor does the root sub-role's list in m1")
+  t.ok((await rolePairs('super_admin', 'global')).includes('merchant:onboard'), 'in global the root sub-role lists it')
 
   const onboarded = await ta.call({
     method: 'POST',
