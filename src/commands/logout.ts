@@ -45,7 +45,7 @@ export async function logout(ctx: CommandContext, caller: Caller, token: Present
     return {
       changed: true,
       audit: [loggedOutEntry(account, actorOf(caller))],
-      changes: [{ kind: 'token_ended' as const, jti, expires_at: new Date(token.expiresAt).toISOString() }],
+      changes: [{ kind: 'token_ended' as const, account_id: account.id, jti, expires_at: new Date(token.expiresAt).toISOString() }],
       result: null,
     }
   })

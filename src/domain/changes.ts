@@ -16,7 +16,8 @@ export type StoreChange =
   | { kind: 'sub_role'; code: string; domain?: string; label?: string | null; is_root: boolean }
   | { kind: 'merchant'; id: string }
   /** One token logged out: refused until it expires (an RFC 3339 instant), when it is forgotten. */
-  | { kind: 'token_ended'; jti: string; expires_at: string }
+  /** `account_id` is absent from changes written before ended tokens were per account. */
+  | { kind: 'token_ended'; account_id?: string; jti: string; expires_at: string }
 
 /** An added rule; an override that expires carries its instant (RFC 3339), so every replica sets the same timer. */
 export const ruleAdded = (ptype: 'p' | 'g', values: string[], expiresAt: Date | null = null): StoreChange =>

@@ -32,7 +32,7 @@ export async function applyChange(memory: InMemoryState, change: StoreChange): P
       if ((change.domain ?? GLOBAL_DOMAIN) === GLOBAL_DOMAIN) memory.engine.setRootRole(change.code, change.is_root)
       return
     case 'token_ended':
-      memory.accounts.endToken(change.jti, Date.parse(change.expires_at))
+      memory.accounts.endToken(change.account_id ?? null, change.jti, Date.parse(change.expires_at))
       return
     case 'merchant':
       // Merchants are read from the database where they matter; nothing in memory.

@@ -104,12 +104,12 @@ export class AccountDirectory {
   }
 
   /** A token logged out: refused until `expiresAt` (epoch milliseconds), then forgotten. */
-  endToken(jti: string, expiresAt: number): void {
-    this.ended.add(jti, expiresAt)
+  endToken(accountId: string | null, jti: string, expiresAt: number): void {
+    this.ended.add(accountId, jti, expiresAt)
   }
 
-  tokenEnded(jti: string): boolean {
-    return this.ended.has(jti)
+  tokenEnded(accountId: string, jti: string): boolean {
+    return this.ended.has(accountId, jti)
   }
 
   /** How many logged-out tokens are remembered. */

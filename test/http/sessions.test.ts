@@ -250,3 +250,34 @@ t.test('external issuer: a token issued before the last change of credentials is
   t.equal((await logout(ta, everywhere, { everywhere: true })).statusCode, 200, 'everywhere with an external token')
   t.equal((await asProfile(ta, another)).status, 401, "ends the account's other tokens")
 })
+
+t.test("external issuer: one jti in two accounts' tokens is two sessions; a logout ends the caller's alone, here and after a reload", async (t) => {
+  const keys = keyPair('ec')
+  const db = await freshDatabase(t)
+  const local = await buildTestApp(t, { db })
+  const owner = await onboard(local, 'm1')
+  const ta = await buildTestApp(t, { db, env: { JWT_SECRET: undefined, JWT_PUBLIC_KEY: keys.publicPem } })
+  const sign = createSigner({ key: keys.privatePem, algorithm: 'ES256' })
+  // An issuer that numbers its tokens per subject gives both accounts the same jti.
+  const external = (account: Account): string =>
+    sign({
+      sub: account.id,
+      principal_type: account.principal_type,
+      ...(account.merchant_id !== null ? { merchant_id: account.merchant_id } : {}),
+      exp: nowSeconds() + 300,
+      jti: 'session-1',
+    })
+  const ownerToken = external(owner)
+  const rootToken = external(ta.root)
+
+  t.equal((await logout(ta, ownerToken)).statusCode, 200, "the merchant owner's logout")
+  t.same(await asProfile(ta, ownerToken), { status: 401, code: '204' }, 'ends its token')
+  t.equal((await asProfile(ta, rootToken)).status, 200, "and not root's token with the same jti")
+  t.equal((await logout(ta, rootToken)).statusCode, 200, "root's own logout")
+  t.same(await asProfile(ta, rootToken), { status: 401, code: '204' }, 'ends it too')
+  const stored = await ta.service.db.query<{ account_id: string }>("SELECT account_id FROM ended_tokens WHERE jti = 'session-1' ORDER BY account_id")
+  t.same(stored.rows.map((r) => r.account_id), [owner.id, ta.root.id].sort(), 'each logout is its own row')
+  await ta.service.reload()
+  t.same(await asProfile(ta, ownerToken), { status: 401, code: '204' }, 'after a reload the first stays ended')
+  t.same(await asProfile(ta, rootToken), { status: 401, code: '204' }, 'and so does the second')
+})

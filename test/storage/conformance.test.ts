@@ -184,11 +184,25 @@ for (const backend of backends) {
         const rows = (await listEndedTokens(db, at)).filter((r) => r.jti === soon || r.jti === later)
         return rows.sort((a, b) => a.expiresAt - b.expiresAt)
       }
-      t.same(await listed(now), [{ jti: soon, expiresAt: now.getTime() + 1000 }, { jti: later, expiresAt: now.getTime() + 60_000 }], 'both, once each')
+      t.same(
+        await listed(now),
+        [
+          { accountId: account.id, jti: soon, expiresAt: now.getTime() + 1000 },
+          { accountId: account.id, jti: later, expiresAt: now.getTime() + 60_000 },
+        ],
+        'both, once each, with their account',
+      )
       t.same((await listed(new Date(now.getTime() + 1000))).map((r) => r.jti), [later], 'not past its expiry')
+      const other = await newAccount(db)
+      await db.transaction((tx) => insertEndedToken(tx, later, other.id, new Date(now.getTime() + 60_000)))
+      t.same(
+        (await listed(now)).filter((r) => r.jti === later).map((r) => r.accountId).sort(),
+        [account.id, other.id].sort(),
+        "the same jti in another account's token is another row",
+      )
       await db.transaction((tx) => deleteExpiredEndedTokens(tx, new Date(now.getTime() + 1000)))
       const { rows } = await db.query<{ jti: string }>('SELECT jti FROM ended_tokens WHERE jti = ANY($1)', [[soon, later]])
-      t.same(rows.map((r) => r.jti), [later], 'the expired row is deleted, the other kept')
+      t.same(rows.map((r) => r.jti), [later, later], 'the expired row is deleted, the others kept')
     })
 
     t.test('merchants: insert once, exists, list by prefix with admin counts', async (t) => {

@@ -131,7 +131,7 @@ export function credentialsRule(mode: Config['jwt']['mode']): CredentialsRule {
 
 /** Whether the token was logged out by itself (a logout everywhere moves the account's credentials instead). */
 function loggedOut(claims: TokenClaims, accounts: AccountDirectory): boolean {
-  return typeof claims.jti === 'string' && accounts.tokenEnded(claims.jti)
+  return typeof claims.jti === 'string' && typeof claims.sub === 'string' && accounts.tokenEnded(claims.sub, claims.jti)
 }
 
 /**
