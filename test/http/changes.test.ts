@@ -218,9 +218,11 @@ t.test(`the stream: catch-up, live changes, Last-Event-ID, heartbeats, limits, s
   const fifth = await openSse(port, `/v2/admin/changes/stream?after=${ta.service.replica.revision}`, ta.rootToken)
   t.equal(fifth.status, 200, 'a closed stream frees its place')
 
+  const closing = Date.now()
   await ta.app.close()
+  t.ok(Date.now() - closing < 5000, `the server closes at once, its streams ended (${Date.now() - closing} ms)`)
   await a.until((x) => x.ended && b.ended && fifth.ended, 3000)
-  t.pass('every stream ends at shutdown')
+  t.ok(a.completed && b.completed && fifth.completed, 'every stream ends cleanly at shutdown')
 })
 
 t.test(`a reader that stops reading is disconnected, not buffered without limit (${backend})`, async (t) => {

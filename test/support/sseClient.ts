@@ -15,6 +15,8 @@ export interface SseConnection {
   events: SseEvent[]
   comments: string[]
   ended: boolean
+  /** The server ended the stream cleanly (its last chunk came), rather than the connection breaking. */
+  completed: boolean
   response: IncomingMessage
   close(): void
   /** Resolves once `condition` holds, or rejects after `ms`. */
@@ -36,6 +38,7 @@ export function openSse(port: number, path: string, token: string, headers: Reco
         events: [],
         comments: [],
         ended: false,
+        completed: false,
         response,
         close: () => req.destroy(),
         until: async (condition, ms = 10_000) => {
@@ -69,7 +72,10 @@ export function openSse(port: number, path: string, token: string, headers: Reco
       const ended = () => {
         connection.ended = true
       }
-      response.on('end', ended)
+      response.on('end', () => {
+        connection.completed = true
+        ended()
+      })
       response.on('close', ended)
       response.on('error', ended)
       resolve(connection)
