@@ -105,7 +105,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       ...(options.log ? { log: options.log } : {}),
     })
     if (options.log !== undefined) logDecisionPath(engine, config.modelPath, options.log)
-    const writes = new WriteQueue(db, replica, config.database.statementTimeoutMs)
+    const writes = new WriteQueue(db, replica, config.database.statementTimeoutMs, config.changeStream.retentionDays)
     const passwords = options.passwords ?? createPasswordHasher()
     const ctx: CommandContext = { db, engine, accounts, passwords, writes, clock, subRolesExplicit: config.subRolesExplicit }
     await syncCatalog(ctx, declaredCatalog())

@@ -57,6 +57,11 @@ const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000 }),
   MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 256 }),
   CONNECTION_LIMIT_EXEMPT: Type.String({ minLength: 1, default: 'loopback' }),
+  CHANGE_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 7 }),
+  CHANGE_STREAM_HEARTBEAT_MS: Type.Integer({ minimum: 10, maximum: 3_600_000, default: 15_000 }),
+  CHANGE_STREAM_MAX_MS: Type.Integer({ minimum: 10, maximum: 86_400_000, default: 3_600_000 }),
+  CHANGE_STREAM_BUFFER_BYTES: Type.Integer({ minimum: 1024, maximum: 1_073_741_824, default: 1_048_576 }),
+  CHANGE_STREAMS_PER_ADDRESS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 64 }),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -155,6 +160,19 @@ export interface Config {
      * sidecar gateway's keep-alive pool), as TRUST_PROXY's list is read.
      */
     exempt: string[]
+  }
+  /** The change stream (GET /v2/admin/changes and its Server-Sent Events). */
+  changeStream: {
+    /** CHANGE_RETENTION_DAYS: how long a change stays listed; 0 keeps nothing older than the current revision. */
+    retentionDays: number
+    /** A comment line this often keeps proxies from closing an idle stream. */
+    heartbeatMs: number
+    /** A stream ends after this long; the client resumes with Last-Event-ID (and load spreads over replicas again). */
+    maxMs: number
+    /** A client that leaves more than this unread is disconnected, never buffered without limit. */
+    bufferBytes: number
+    /** Streams one client address may hold open at once (429 `608` past it). */
+    perAddress: number
   }
 }
 
@@ -323,6 +341,13 @@ export function readSettings(source: Record<string, string | undefined> = proces
       requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
       maxPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS,
       exempt: parseExempt(env.CONNECTION_LIMIT_EXEMPT),
+    },
+    changeStream: {
+      retentionDays: env.CHANGE_RETENTION_DAYS,
+      heartbeatMs: env.CHANGE_STREAM_HEARTBEAT_MS,
+      maxMs: env.CHANGE_STREAM_MAX_MS,
+      bufferBytes: env.CHANGE_STREAM_BUFFER_BYTES,
+      perAddress: env.CHANGE_STREAMS_PER_ADDRESS,
     },
   }
 }

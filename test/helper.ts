@@ -76,6 +76,8 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     LOGIN_RATE_LIMIT_PER_MINUTE: '10000',
     // Tests that count login failures per account set their own limit.
     LOGIN_ACCOUNT_FAILURES: '1000',
+    // Routes called in turn with app.inject (the matrix, the fuzz) wait for a change stream's end.
+    CHANGE_STREAM_MAX_MS: '50',
     BOOTSTRAP_ADMIN_EMAIL: ROOT_EMAIL,
     BOOTSTRAP_ADMIN_PASSWORD: ROOT_PASSWORD,
     ...env,

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { AuditEntry } from '../domain/audit.js'
 import type { StoreChange } from '../domain/changes.js'
+import { changeItemsOf } from '../domain/changeItems.js'
 import { insertAudit } from '../storage/audit.js'
+import { recordChangeItems } from '../storage/changeItems.js'
 import { recordChange, writeCommitted } from '../storage/changes.js'
 import { StorageUnavailableError, type Database, type Queryable } from '../storage/db.js'
 import { bumpRevision, currentRevision } from '../storage/revision.js'
@@ -40,6 +42,8 @@ export class WriteQueue {
     private readonly db: Database,
     private readonly replica: Replica,
     private readonly settleWindowMs = 5000,
+    /** CHANGE_RETENTION_DAYS: how long the change stream lists a change. */
+    private readonly changeRetentionDays = 7,
   ) {}
 
   run<T>(work: (tx: Queryable) => Promise<PlannedWrite<T>>): Promise<WriteOutcome<T>> {
@@ -59,6 +63,7 @@ export class WriteQueue {
         const revision = await bumpRevision(tx)
         for (const entry of planned.audit) await insertAudit(tx, entry)
         await recordChange(tx, revision, writeId, planned.changes)
+        await recordChangeItems(tx, revision, changeItemsOf(planned.audit, planned.changes), this.changeRetentionDays)
         attempted = { planned, revision }
         return attempted
       })

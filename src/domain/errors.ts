@@ -40,6 +40,12 @@ export const errorTable = {
     responseCode: '111',
     meaning: 'a grant, deny or override of a `platform` pair (catalog `scope`: system-owner users only) in a merchant domain or for a merchant user',
   },
+  CHANGE_REVISION_INVALID: {
+    status: 400,
+    responseCode: '122',
+    meaning: '`after` is not a revision of this store (not decimal digits, or past its current revision)',
+  },
+  CHANGE_EVENT_ID_INVALID: { status: 400, responseCode: '123', meaning: '`Last-Event-ID` is not `<revision>.<index>` of a revision of this store' },
   UNAUTHENTICATED: { status: 401, responseCode: '200', meaning: 'no token' },
   INVALID_TOKEN: {
     status: 401,
@@ -78,6 +84,12 @@ export const errorTable = {
   MERCHANT_EXISTS: { status: 409, responseCode: '501', meaning: 'the merchant already exists' },
   LAST_SYSTEM_OWNER: { status: 409, responseCode: '502', meaning: 'the last active system-owner `super_admin` cannot be deactivated' },
   SUB_ROLE_EXISTS: { status: 409, responseCode: '503', meaning: 'a sub-role with this code exists in that domain' },
+  CHANGES_EXPIRED: {
+    status: 410,
+    responseCode: '508',
+    meaning:
+      'the changes after that revision are no longer kept (`CHANGE_RETENTION_DAYS`): re-read the policy, then resume after the revision `resume_after` names',
+  },
   BODY_TOO_LARGE: { status: 413, responseCode: '600', meaning: 'the body is over 1 MiB' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, responseCode: '601', meaning: 'the body is not `application/json`' },
   RATE_LIMITED: { status: 429, responseCode: '602', meaning: 'too many requests (`Retry-After` says when to try again)' },
@@ -88,6 +100,17 @@ export const errorTable = {
     responseCode: '604',
     meaning:
       'the request cannot be processed: a bad URL or content length (400), a parameter too long (414), headers over 16 KB (431), a request, body included, not received within `REQUEST_TIMEOUT_MS` (408), malformed HTTP (400, written on the socket with `Connection: close`)',
+  },
+  CHANGE_STREAMS_PER_ADDRESS: {
+    status: 429,
+    responseCode: '608',
+    meaning: 'this client address holds `CHANGE_STREAMS_PER_ADDRESS` change streams already',
+  },
+  CHANGE_STREAM_BEHIND: {
+    status: 429,
+    responseCode: '609',
+    meaning:
+      "the change stream's last event (`event: error`) before it closes: the client left more than `CHANGE_STREAM_BUFFER_BYTES` unread; reconnect with `Last-Event-ID`",
   },
   INTERNAL: { status: 500, responseCode: '900', meaning: 'a bug; the cause is logged with the request id, never returned' },
   NOT_READY: { status: 503, responseCode: '901', meaning: 'the database does not answer or the policy is not loaded' },
@@ -107,12 +130,19 @@ export interface FieldError {
   message: string
 }
 
+/** What an answer carries beside its code and text, for a client to act on. */
+export interface ErrorDetails {
+  /** 410 `508`: the revision to resume after, once the policy is read again. */
+  resume_after?: number
+}
+
 /** A broken rule or a refused request: never a bug. */
 export class ServiceError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly params: Record<string, string | number> = {},
     readonly fieldErrors?: FieldError[],
+    readonly details?: ErrorDetails,
   ) {
     super(code)
     this.name = 'ServiceError'

@@ -7,6 +7,7 @@ export interface ErrorBody {
   response_code: string
   response_text: string
   errors?: FieldError[]
+  resume_after?: number
 }
 
 export interface MappedError {
@@ -42,7 +43,9 @@ function build(code: ErrorCode, t: Translate, params: Record<string, unknown> = 
 export function mapError(error: unknown, t: Translate, limits: { bodyLimit: number }): MappedError {
   if (isServiceError(error)) {
     const fields = error.fieldErrors?.map((f) => ({ field: f.field, message: t(`validation.${f.message}`) }))
-    return build(error.code, t, error.params, fields)
+    const mapped = build(error.code, t, error.params, fields)
+    if (error.details !== undefined) Object.assign(mapped.body, error.details)
+    return mapped
   }
   const framework = (typeof error === 'object' && error !== null ? error : {}) as FrameworkError
   if (Array.isArray(framework.validation)) {

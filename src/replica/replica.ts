@@ -40,6 +40,7 @@ export class Replica {
   private tail: Promise<unknown> = Promise.resolve()
   private queuedSync: Promise<void> | null = null
   private waiters: Waiter[] = []
+  private readonly appliedListeners = new Set<(revision: number) => void>()
   private stopped = false
   private reloadCount = 0
   private readonly now: () => number
@@ -165,6 +166,12 @@ export class Replica {
     })
   }
 
+  /** Calls `listener` each time memory reaches a newer revision (the change stream follows this); returns its removal. */
+  onApplied(listener: (revision: number) => void): () => void {
+    this.appliedListeners.add(listener)
+    return () => this.appliedListeners.delete(listener)
+  }
+
   /** Ends every wait and every further sync (shutdown). */
   stop(): void {
     this.stopped = true
@@ -174,6 +181,7 @@ export class Replica {
   private setApplied(revision: number): void {
     this.applied = revision
     this.appliedText = String(revision)
+    for (const listener of this.appliedListeners) listener(revision)
     if (this.waiters.length === 0) return
     for (const waiter of this.waiters.filter((w) => w.revision <= revision)) waiter.done(true)
   }

@@ -97,6 +97,7 @@ export const ErrorEnvelope = Type.Object(
     response_code: Type.String({ examples: ['100'] }),
     response_text: Type.String({ examples: ['The request is not valid.'] }),
     errors: Type.Optional(Type.Array(FieldErrorSchema)),
+    resume_after: Type.Optional(Type.Integer({ description: '410 `508`: the revision to resume the change stream after, once the policy is read again' })),
   },
   { $id: 'ErrorEnvelope' },
 )

@@ -32,6 +32,9 @@ export const TABLE_PRIVILEGES = {
   login_successes: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
   // Logged-out tokens, deleted once expired.
   ended_tokens: ['SELECT', 'INSERT', 'DELETE'],
+  // The change stream's items, pruned past CHANGE_RETENTION_DAYS, and the newest revision pruned.
+  change_items: ['SELECT', 'INSERT', 'DELETE'],
+  change_horizon: ['SELECT', 'UPDATE'],
 } as const satisfies Record<string, readonly TablePrivilege[]>
 
 /** The role the service connects as lacks privileges it needs (each as `PRIVILEGE ON object`). */

@@ -170,6 +170,19 @@ const RULES: Record<string, Rule> = {
     },
   },
   'GET /v2/admin/permissions/audit-log': { dimensions: [], decide: () => ok(200, 'holds permission:read'), inspect: ownMerchantOnly('domain') },
+  'GET /v2/admin/changes': {
+    dimensions: [],
+    decide: () => ok(200, 'holds permission:read'),
+    // A merchant caller's changes are its own merchant's or global ones.
+    inspect: ({ caller }, data) => {
+      if (caller.principal !== 'merchant') return null
+      const items = (data as { items?: Array<{ domain: string }> }).items ?? []
+      const foreign = items.filter((item) => item.domain !== caller.merchant && item.domain !== 'global')
+      return foreign.length === 0 ? null : `${foreign.length} changes of other tenants listed: ${JSON.stringify(foreign[0])}`
+    },
+  },
+  // The stream ends after CHANGE_STREAM_MAX_MS (short in the tests); its events are checked in test/http/changes.test.ts.
+  'GET /v2/admin/changes/stream': { dimensions: [], decide: () => ok(200, 'holds permission:read') },
   'GET /v2/admin/accounts': { dimensions: ['merchant'], decide: () => ok(200, 'holds admin:read'), inspect: ownMerchantOnly('merchant_id') },
   'GET /v2/admin/accounts/:userId': {
     dimensions: ['user'],

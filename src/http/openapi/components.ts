@@ -1,5 +1,6 @@
 import type { TSchema } from '@sinclair/typebox'
 import { Account, CreatedAccount, FieldErrorSchema } from '../../schemas/common.js'
+import { ChangeItem } from '../../schemas/changes.js'
 import {
   AccessPreview,
   AuditItem,
@@ -26,6 +27,7 @@ export const SHARED_SCHEMAS: Readonly<Record<string, TSchema>> = {
   Account,
   AuditEntry: AuditItem,
   CatalogEntry: CatalogItem,
+  ChangeItem,
   CheckReason,
   CheckResult: CheckResultItem,
   CreatedAccount,

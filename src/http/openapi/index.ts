@@ -26,6 +26,7 @@ const TAGS = [
   { name: 'accounts', description: 'Administrator accounts and merchants.' },
   { name: 'permissions', description: 'Grants, per-user overrides, the catalog and the audit trail.' },
   { name: 'authz', description: "The gateway's questions, answered from memory." },
+  { name: 'changes', description: 'The committed changes after a revision: polled, or followed as Server-Sent Events.' },
 ]
 
 const BEARER = [{ bearerAuth: [] }]

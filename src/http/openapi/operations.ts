@@ -300,6 +300,24 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     errors: [],
   },
 
+  'GET /v2/admin/changes': {
+    operationId: 'list-changes',
+    summary: 'List the committed changes decisions depend on after a revision, oldest first.',
+    description:
+      'Role and user grants, denies and revokes, expired overrides, assignments (a sub-role set or changed), account status and catalog changes, each with its revision, its index within the revision, its time and its actor. A page never splits a revision (it may run past `limit` to finish one); `next_after` is the `after` of the next page (the store\'s revision when the page is not full). Changes are kept `CHANGE_RETENTION_DAYS`; an `after` older than `horizon` answers 410 `508` with `resume_after`: read the policy again, then resume after that revision. Merchant callers see their own merchant\'s changes and the platform-wide ones (`global` role rules, the catalog), never another merchant\'s nor a staff account\'s.',
+    returns: 'one page of changes, the next `after` and the horizon',
+    data: 'ChangesPage',
+    errors: ['CHANGE_REVISION_INVALID', 'CHANGES_EXPIRED'],
+  },
+  'GET /v2/admin/changes/stream': {
+    operationId: 'stream-changes',
+    summary: 'Follow the committed changes as Server-Sent Events.',
+    description:
+      'The items of `GET /v2/admin/changes`, one event each (`id: <revision>.<index>`, `data`: the item as JSON), first those after `after` (or right after the event `Last-Event-ID` names, which wins), then each change as this server applies it. A comment line every `CHANGE_STREAM_HEARTBEAT_MS`; the stream ends after `CHANGE_STREAM_MAX_MS` and at shutdown (reconnect with `Last-Event-ID`). A client that leaves more than `CHANGE_STREAM_BUFFER_BYTES` unread gets a last `event: error` (`609`) and is disconnected.',
+    returns: 'the stream (`text/event-stream`)',
+    errors: ['CHANGE_REVISION_INVALID', 'CHANGE_EVENT_ID_INVALID', 'CHANGES_EXPIRED', 'CHANGE_STREAMS_PER_ADDRESS'],
+  },
+
   'GET /v2/admin/permissions/audit-log/verification': {
     operationId: 'verify-audit-chain',
     summary: "Check the audit trail's hash chain.",

@@ -1,0 +1,146 @@
+import { EVERY_TENANT, audienceOf, type ChangeEvent, type ChangeItem, type ChangeKind } from '../domain/changeItems.js'
+import type { Queryable } from './db.js'
+
+/** A change as listed: its revision, its place within that revision's write, and when it committed. */
+export interface ListedChange {
+  revision: number
+  index: number
+  time: string
+  kind: ChangeKind
+  domain: string
+  sub_role?: string
+  user_id?: string
+  obj?: string
+  act?: string
+  effect?: 'allow' | 'deny'
+  expires_at?: string
+  event?: ChangeEvent
+  actor_id: string
+}
+
+/** Where a reader is: right after this revision's item at `index`. */
+export interface ChangeCursor {
+  revision: number
+  index: number
+}
+
+/** The index of a cursor after the whole of its revision (the largest an integer column holds). */
+export const WHOLE_REVISION = 2_147_483_647
+
+/** Whether `item` comes after `cursor`. */
+export const isAfter = (item: ChangeCursor, cursor: ChangeCursor): boolean =>
+  item.revision > cursor.revision || (item.revision === cursor.revision && item.index > cursor.index)
+
+/**
+ * Writes one revision's items in its writer's transaction, then drops the
+ * items older than the retention, and remembers the newest revision dropped
+ * (the horizon). `retentionDays` 0 keeps only the revision being written.
+ * Every writer holds the revision row's lock, so pruning never races itself.
+ */
+export async function recordChangeItems(tx: Queryable, revision: number, items: readonly ChangeItem[], retentionDays: number): Promise<void> {
+  if (items.length > 0) {
+    const rows = items.map((item) => ({ ...item, audience: audienceOf(item) }))
+    await tx.query(
+      `INSERT INTO change_items (revision, idx, kind, domain, audience, sub_role, user_id, obj, act, effect, expires_at, event, actor_id)
+       SELECT $1, ord - 1, x->>'kind', x->>'domain', x->>'audience', x->>'sub_role', x->>'user_id', x->>'obj', x->>'act', x->>'effect',
+              (x->>'expires_at')::timestamptz, x->>'event', x->>'actor_id'
+       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(x, ord)`,
+      [revision, JSON.stringify(rows)],
+    )
+  }
+  await tx.query(
+    `WITH gone AS (
+       DELETE FROM change_items WHERE revision < $1 AND ($2 = 0 OR time < now() - make_interval(days => $2)) RETURNING revision
+     )
+     UPDATE change_horizon SET pruned_through = (SELECT max(revision) FROM gone)
+     WHERE id = 1 AND (SELECT max(revision) FROM gone) > pruned_through`,
+    [revision, retentionDays],
+  )
+}
+
+/** The newest revision whose items may have been dropped: a reader must start at or after it. */
+export async function readPrunedThrough(q: Queryable): Promise<number> {
+  const { rows } = await q.query<{ pruned: string }>('SELECT pruned_through::text AS pruned FROM change_horizon WHERE id = 1')
+  return Number(rows[0]?.pruned ?? 0)
+}
+
+export interface ChangeFilter {
+  /** A merchant's id: its own items and every tenant's; null: everything (system owners). */
+  audience: string | null
+  domain: string | null
+  /** Items up to this revision only (null: whatever is committed). */
+  upTo: number | null
+}
+
+/** A listed change and who may see it besides system owners (audienceOf). */
+export interface AudiencedChange {
+  audience: string | null
+  item: ListedChange
+}
+
+interface StoredItem {
+  audience: string | null
+  revision: string
+  idx: number
+  time: Date | string
+  kind: ChangeKind
+  domain: string
+  sub_role: string | null
+  user_id: string | null
+  obj: string | null
+  act: string | null
+  effect: 'allow' | 'deny' | null
+  expires_at: Date | string | null
+  event: ChangeEvent | null
+  actor_id: string
+}
+
+const WHERE = `(revision, idx) > ($1::bigint, $2::integer)
+  AND ($3::text IS NULL OR audience = $3 OR audience = '${EVERY_TENANT}')
+  AND ($4::text IS NULL OR domain = $4)
+  AND ($5::bigint IS NULL OR revision <= $5)`
+
+/** The filter of readChangeItems, for changes already read (the stream's live items). */
+export function passesFilter(change: AudiencedChange, filter: ChangeFilter): boolean {
+  const { audience } = filter
+  if (audience !== null && change.audience !== audience && change.audience !== EVERY_TENANT) return false
+  if (filter.domain !== null && change.item.domain !== filter.domain) return false
+  return filter.upTo === null || change.item.revision <= filter.upTo
+}
+
+const instant = (value: Date | string) => (value instanceof Date ? value : new Date(value)).toISOString()
+
+/**
+ * The items after `cursor` that `filter` lets through, oldest first: at least
+ * `limit` of them when there are, and then the rest of the last revision, so
+ * a page never splits a revision.
+ */
+export async function readChangeItems(q: Queryable, cursor: ChangeCursor, filter: ChangeFilter, limit: number): Promise<AudiencedChange[]> {
+  const { rows } = await q.query<StoredItem>(
+    `SELECT audience, revision::text AS revision, idx, time, kind, domain, sub_role, user_id, obj, act, effect, expires_at, event, actor_id
+     FROM change_items
+     WHERE ${WHERE}
+       AND revision <= (SELECT max(revision) FROM (SELECT revision FROM change_items WHERE ${WHERE} ORDER BY revision, idx LIMIT $6) AS page)
+     ORDER BY change_items.revision, idx`,
+    [cursor.revision, cursor.index, filter.audience, filter.domain, filter.upTo, limit],
+  )
+  return rows.map((row) => ({ audience: row.audience, item: listed(row) }))
+}
+
+function listed(row: StoredItem): ListedChange {
+  return {
+    revision: Number(row.revision),
+    index: row.idx,
+    time: instant(row.time),
+    kind: row.kind,
+    domain: row.domain,
+    ...(row.sub_role !== null ? { sub_role: row.sub_role } : {}),
+    ...(row.user_id !== null ? { user_id: row.user_id } : {}),
+    ...(row.obj !== null ? { obj: row.obj } : {}),
+    ...(row.act !== null ? { act: row.act } : {}),
+    ...(row.effect !== null ? { effect: row.effect } : {}),
+    ...(row.expires_at !== null ? { expires_at: instant(row.expires_at) } : {}),
+    ...(row.event !== null ? { event: row.event } : {}),
+    actor_id: row.actor_id,
+  }
+}
