@@ -15,8 +15,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { tempDir } from '../helper.js'
-import { AMBIGUOUS_PATHS } from '../support/ambiguousPaths.js'
-import { bearer, binaryOrReason, gatewayWorld, MERCHANT, startProxy, type Seen, type Teardown } from '../support/gateway.js'
+import { bearer, binaryOrReason, gatewayWorld, sharedGatewayTests, startProxy, type Seen, type Teardown } from '../support/gateway.js'
 import { sendRaw as send } from '../support/rawRequest.js'
 import { freePort, repositoryRoot } from '../support/serverProcess.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
@@ -78,101 +77,21 @@ t.test('nginx auth_request with the shipped configuration and route map', { skip
   if ('reason' in nginx) return
   const startedAt = Date.now()
 
-  const { service, root, rootId, clerk, clerkToken, upstream, recorder } = await gatewayWorld(t)
+  const world = await gatewayWorld(t)
+  const { root, rootId, clerk, clerkToken, upstream, recorder } = world
   const prefix = tempDir(t, 'aps-nginx-')
   // nginx's workers run as an unprivileged user when it is started as root: they must reach the temporary folders.
   chmodSync(prefix, 0o755)
   const port = await freePort()
   const config = nginxConfig(readFileSync(NGINX_CONF, 'utf8'), prefix, { nginx: port, app: upstream.port, authz: recorder.port })
   const proxy = await startNginx(t, nginx.path, config, prefix, port)
-  const reached = () => upstream.seen.length
   const lastSubRequest = () => recorder.subRequests.at(-1)
 
-  t.test('an allowed request reaches the upstream with the identity headers', async (t) => {
-    const before = reached()
-    const res = await send(port, 'GET', '/api/orders/42?expand=items', bearer(clerkToken))
-    t.equal(res.status, 200, 'the upstream answered')
-    const seen = JSON.parse(res.body) as Seen
-    t.equal(reached(), before + 1, 'the upstream got it')
-    t.equal(seen.url, '/api/orders/42?expand=items', 'with its URI unchanged')
-    t.equal(seen.user_id, clerk.id, 'X-Authz-User-Id is the clerk')
-    t.equal(seen.merchant_id, MERCHANT, "X-Authz-Merchant-Id is the clerk's merchant")
+  sharedGatewayTests(t, 'nginx', port, world)
 
-    const sub = lastSubRequest()
-    t.equal(sub?.method, 'GET', 'the sub-request is a GET')
-    t.equal(sub?.url, '/v2/authz/verify', 'to the verify route, without the client query')
-    t.equal(sub?.headers.authorization, `Bearer ${clerkToken}`, "with the user's own token")
-    t.equal(sub?.headers['x-original-method'], 'GET', 'X-Original-Method')
-    t.equal(sub?.headers['x-original-uri'], '/api/orders/42?expand=items', 'X-Original-URI, query included')
-  })
-
-  t.test('a denied request is stopped with 403, and its body never goes to the service', async (t) => {
-    const before = reached()
-    const body = Buffer.from(JSON.stringify({ amount: 10, reason: 'x'.repeat(64 * 1024) }))
-    const res = await send(port, 'POST', '/api/orders/42/refund', { ...bearer(clerkToken), 'content-type': 'application/json' }, body)
-    t.equal(res.status, 403, 'refund is not granted')
-    t.equal(reached(), before, 'the upstream never saw it')
-    const sub = lastSubRequest()
-    t.equal(sub?.method, 'GET', 'the sub-request for a POST is a GET too')
-    t.equal(sub?.headers['x-original-method'], 'POST', 'the original method in X-Original-Method')
-    t.equal(sub?.body_bytes, 0, 'no body in the sub-request')
-    t.notOk(Number(sub?.headers['content-length'] ?? 0) > 0, 'nor a length announcing one')
-    t.equal(sub?.headers['content-type'], undefined, "none of the client's other headers")
-  })
-
-  t.test('an allowed request with a body reaches the upstream whole', async (t) => {
-    const body = Buffer.alloc(64 * 1024, 'a')
-    const res = await send(port, 'GET', '/api/orders', { ...bearer(clerkToken), 'content-type': 'text/plain' }, body)
-    t.equal(res.status, 200, 'allowed')
-    t.equal((JSON.parse(res.body) as Seen).body_bytes, body.length, 'the upstream got the whole body')
-    t.equal(lastSubRequest()?.body_bytes, 0, 'the service got none of it')
-  })
-
-  t.test('a request without a token, or with a bad one, is stopped with 401', async (t) => {
-    const before = reached()
-    t.equal((await send(port, 'GET', '/api/orders/42')).status, 401, 'no token')
-    t.equal((await send(port, 'GET', '/api/orders/42', bearer('not.a.token'))).status, 401, 'a bad token')
-    t.equal(reached(), before, 'the upstream never saw them')
-  })
-
-  t.test('the route map decides, with the domain taken from the path', async (t) => {
-    const status = async (method: string, path: string) => (await send(port, method, path, bearer(clerkToken))).status
-    t.equal(await status('GET', `/api/merchants/${MERCHANT}/payouts`), 200, "payouts of the clerk's merchant")
-    t.equal(await status('GET', '/api/merchants/m-2002/payouts'), 403, "another merchant's payouts")
-    t.equal(await status('GET', '/api/customers'), 403, 'a mapped pair the clerk lacks')
-    t.equal(await status('GET', '/api/unmapped'), 403, 'a path no entry maps')
-    t.equal(await status('DELETE', '/api/orders/42'), 403, 'a method no entry maps')
-    t.equal(await status('GET', '/api/orders/42/../../settings/x'), 403, 'dot segments, which nginx would resolve for its own routing')
-    t.equal(lastSubRequest()?.headers['x-original-uri'], '/api/orders/42/../../settings/x', 'the service judged the URI as sent')
-  })
-
-  t.test('a path the upstream could read as another resource is refused, never passed on', async (t) => {
-    t.equal((await send(port, 'GET', '/api/products/1', bearer(clerkToken))).status, 200, 'the clerk may read products')
-    t.equal((await send(port, 'GET', '/api/customers/1', bearer(clerkToken))).status, 403, 'but not customers')
-    const before = reached()
-    const refusedByService: string[] = []
-    for (const { path, reason, requestLine } of AMBIGUOUS_PATHS) {
-      if (!requestLine) continue
-      const target = `/api${path}`
-      const asked = recorder.subRequests.length
-      const res = await send(port, 'GET', target, bearer(clerkToken))
-      const sub = recorder.subRequests.length > asked ? lastSubRequest() : undefined
-      if (sub === undefined) {
-        // nginx refuses some targets itself (a `..` above the root, an encoded NUL), before asking anyone.
-        t.equal(res.status, 400, `${target} (${reason}): nginx's own 400`)
-        continue
-      }
-      t.equal(res.status, 403, `${target} (${reason}): 403`)
-      t.equal(sub.headers['x-original-uri'], target, `${target}: the service judged the URI as sent`)
-      refusedByService.push(reason)
-    }
-    t.equal(reached(), before, 'the upstream never saw any of them')
-    const askedAbout = new Set(refusedByService)
-    t.ok(['semicolon', 'encoded-semicolon', 'backslash', 'encoded-backslash', 'dot-segment'].every((r) => askedAbout.has(r)), 'nginx passed on the reported forms, and the service refused them')
-    const unlogged = () => [...new Set(refusedByService)].filter((reason) => !service.output().includes(`ambiguous original path (${reason})`))
-    // The service's output reaches this process through a pipe: wait for it, within a bound.
-    for (let deadline = Date.now() + 10_000; unlogged().length > 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 100))
-    t.same(unlogged(), [], 'each refusal is in the service log with its reason')
+  t.test("none of the client's other headers reach the service", async (t) => {
+    await send(port, 'POST', '/api/orders/42/refund', { ...bearer(clerkToken), 'content-type': 'application/json' }, Buffer.from('{}'))
+    t.equal(lastSubRequest()?.headers['content-type'], undefined, 'no Content-Type')
   })
 
   t.test("a client's own headers neither name the pair nor the identity", async (t) => {

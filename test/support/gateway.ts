@@ -10,7 +10,9 @@ import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, 
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import type { Test } from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
+import { AMBIGUOUS_PATHS } from './ambiguousPaths.js'
 import { WASM_BASELINE_ONLY } from './nodeArgs.js'
 import { sendRaw } from './rawRequest.js'
 import { freePort, processDatabase, repositoryRoot, startServer } from './serverProcess.js'
@@ -124,9 +126,9 @@ async function startCompiled(t: Teardown, app: string, env: Record<string, strin
   throw new Error(`the compiled service did not answer /healthz within 60 s:\n${output}`)
 }
 
-export async function command<T>(base: string, path: string, token: string | null, command: string, data: Record<string, unknown>): Promise<T> {
+export async function command<T>(base: string, path: string, token: string | null, command: string, data: Record<string, unknown>, method = 'POST'): Promise<T> {
   const res = await fetch(`${base}${path}`, {
-    method: 'POST',
+    method,
     headers: { 'content-type': 'application/json', ...(token !== null ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify({ command, data }),
   })
@@ -141,10 +143,14 @@ export const login = async (base: string, email: string, password: string) =>
 /**
  * Starts a proxy in a process group of its own and waits until its port
  * answers; `stop` is the signal of its graceful stop. `log` adds the proxy's
- * own log file to what a failure shows.
+ * own log file to what a failure shows; `output` is what it wrote to stdout
+ * and stderr so far.
  */
-export async function startProxy(t: Teardown, proxy: { binary: string; args: string[]; port: number; stop: NodeJS.Signals; log: () => string }): Promise<{ pid: number }> {
-  const child = spawn(proxy.binary, proxy.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+export async function startProxy(
+  t: Teardown,
+  proxy: { binary: string; args: string[]; port: number; stop: NodeJS.Signals; log: () => string; env?: Record<string, string> },
+): Promise<{ pid: number; output: () => string }> {
+  const child = spawn(proxy.binary, proxy.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, ...(proxy.env !== undefined ? { env: proxy.env } : {}) })
   if (child.pid === undefined) throw new Error(`could not spawn ${proxy.binary}`)
   const pid = child.pid
   groups.add(pid)
@@ -161,7 +167,7 @@ export async function startProxy(t: Teardown, proxy: { binary: string; args: str
       () => true,
       () => false,
     )
-    if (answered) return { pid }
+    if (answered) return { pid, output: () => output }
     if (Date.now() > deadline) throw new Error(`${proxy.binary} did not answer within 15 s:\n${output}\n${proxy.log()}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
@@ -274,3 +280,103 @@ export async function gatewayWorld(t: Teardown & { comment(...args: unknown[]): 
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+export type GatewayWorld = Awaited<ReturnType<typeof gatewayWorld>>
+
+/**
+ * What every forward-auth recipe must do, asked through the proxy on `port`:
+ * allow, deny, refuse without a token, follow the route map, refuse an
+ * ambiguous path, keep bodies from the service. `passes` is the URI the
+ * proxy hands on (upstream and to the service) for a target the client sent.
+ */
+export function sharedGatewayTests(t: Test, proxy: string, port: number, world: GatewayWorld, passes: (target: string) => string = (target) => target): void {
+  const { service, clerk, clerkToken, upstream, recorder } = world
+  const reached = () => upstream.seen.length
+  const lastSubRequest = () => recorder.subRequests.at(-1)
+
+  t.test('an allowed request reaches the upstream with the identity headers', async (t) => {
+    const before = reached()
+    const res = await sendRaw(port, 'GET', '/api/orders/42?expand=items', bearer(clerkToken))
+    t.equal(res.status, 200, 'the upstream answered')
+    const seen = JSON.parse(res.body) as Seen
+    t.equal(reached(), before + 1, 'the upstream got it')
+    t.equal(seen.url, '/api/orders/42?expand=items', 'with its URI unchanged')
+    t.equal(seen.user_id, clerk.id, 'X-Authz-User-Id is the clerk')
+    t.equal(seen.merchant_id, MERCHANT, "X-Authz-Merchant-Id is the clerk's merchant")
+
+    const sub = lastSubRequest()
+    t.equal(sub?.method, 'GET', 'the sub-request is a GET')
+    t.equal(sub?.url, '/v2/authz/verify', 'to the verify route, without the client query')
+    t.equal(sub?.headers.authorization, `Bearer ${clerkToken}`, "with the user's own token")
+    t.equal(sub?.headers['x-original-method'], 'GET', 'X-Original-Method')
+    t.equal(sub?.headers['x-original-uri'], '/api/orders/42?expand=items', 'X-Original-URI, query included')
+  })
+
+  t.test('a denied request is stopped with 403, and its body never goes to the service', async (t) => {
+    const before = reached()
+    const body = Buffer.from(JSON.stringify({ amount: 10, reason: 'x'.repeat(64 * 1024) }))
+    const res = await sendRaw(port, 'POST', '/api/orders/42/refund', { ...bearer(clerkToken), 'content-type': 'application/json' }, body)
+    t.equal(res.status, 403, 'refund is not granted')
+    t.equal(reached(), before, 'the upstream never saw it')
+    const sub = lastSubRequest()
+    t.equal(sub?.method, 'GET', 'the sub-request for a POST is a GET')
+    t.equal(sub?.headers['x-original-method'], 'POST', 'the original method in X-Original-Method')
+    t.equal(sub?.body_bytes, 0, 'no body in the sub-request')
+    t.notOk(Number(sub?.headers['content-length'] ?? 0) > 0, 'nor a length announcing one')
+  })
+
+  t.test('an allowed request with a body reaches the upstream whole', async (t) => {
+    const body = Buffer.alloc(64 * 1024, 'a')
+    const res = await sendRaw(port, 'GET', '/api/orders', { ...bearer(clerkToken), 'content-type': 'text/plain' }, body)
+    t.equal(res.status, 200, 'allowed')
+    t.equal((JSON.parse(res.body) as Seen).body_bytes, body.length, 'the upstream got the whole body')
+    t.equal(lastSubRequest()?.body_bytes, 0, 'the service got none of it')
+  })
+
+  t.test('a request without a token, or with a bad one, is stopped with 401', async (t) => {
+    const before = reached()
+    t.equal((await sendRaw(port, 'GET', '/api/orders/42')).status, 401, 'no token')
+    t.equal((await sendRaw(port, 'GET', '/api/orders/42', bearer('not.a.token'))).status, 401, 'a bad token')
+    t.equal(reached(), before, 'the upstream never saw them')
+  })
+
+  t.test('the route map decides, with the domain taken from the path', async (t) => {
+    const status = async (method: string, path: string) => (await sendRaw(port, method, path, bearer(clerkToken))).status
+    t.equal(await status('GET', `/api/merchants/${MERCHANT}/payouts`), 200, "payouts of the clerk's merchant")
+    t.equal(await status('GET', '/api/merchants/m-2002/payouts'), 403, "another merchant's payouts")
+    t.equal(await status('GET', '/api/customers'), 403, 'a mapped pair the clerk lacks')
+    t.equal(await status('GET', '/api/unmapped'), 403, 'a path no entry maps')
+    t.equal(await status('DELETE', '/api/orders/42'), 403, 'a method no entry maps')
+    t.equal(await status('GET', '/api/orders/42/../../settings/x'), 403, `dot segments, which ${proxy} would resolve for its own routing`)
+    t.equal(lastSubRequest()?.headers['x-original-uri'], '/api/orders/42/../../settings/x', 'the service judged the URI as sent')
+  })
+
+  t.test('a path the upstream could read as another resource is refused, never passed on', async (t) => {
+    t.equal((await sendRaw(port, 'GET', '/api/products/1', bearer(clerkToken))).status, 200, 'the clerk may read products')
+    t.equal((await sendRaw(port, 'GET', '/api/customers/1', bearer(clerkToken))).status, 403, 'but not customers')
+    const before = reached()
+    const refusedByService: string[] = []
+    for (const { path, reason, requestLine } of AMBIGUOUS_PATHS) {
+      if (!requestLine) continue
+      const target = `/api${path}`
+      const asked = recorder.subRequests.length
+      const res = await sendRaw(port, 'GET', target, bearer(clerkToken))
+      const sub = recorder.subRequests.length > asked ? lastSubRequest() : undefined
+      if (sub === undefined) {
+        // A proxy refuses some targets itself (nginx a `..` above the root or an encoded NUL, Go a control character), before asking anyone.
+        t.equal(res.status, 400, `${target} (${reason}): ${proxy}'s own 400`)
+        continue
+      }
+      t.equal(res.status, 403, `${target} (${reason}): 403`)
+      t.equal(sub.headers['x-original-uri'], passes(target), `${target}: the service judged the URI ${proxy} passes on`)
+      refusedByService.push(reason)
+    }
+    t.equal(reached(), before, 'the upstream never saw any of them')
+    const askedAbout = new Set(refusedByService)
+    t.ok(['semicolon', 'encoded-semicolon', 'backslash', 'encoded-backslash', 'dot-segment'].every((r) => askedAbout.has(r)), `${proxy} passed on the reported forms, and the service refused them`)
+    const unlogged = () => [...new Set(refusedByService)].filter((reason) => !service.output().includes(`ambiguous original path (${reason})`))
+    // The service's output reaches this process through a pipe: wait for it, within a bound.
+    for (let deadline = Date.now() + 10_000; unlogged().length > 0 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 100))
+    t.same(unlogged(), [], 'each refusal is in the service log with its reason')
+  })
+}
