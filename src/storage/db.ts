@@ -19,6 +19,15 @@ export interface Queryable {
   queryArrays(text: string, params?: readonly unknown[]): Promise<unknown[][]>
   /** Runs a script of several statements without parameters (migrations). */
   exec(script: string): Promise<void>
+  /**
+   * `COPY (select) TO STDOUT` in text format, the bytes as they arrive: a row
+   * a line, columns split by tabs, `\N` for null, backslash escapes. No
+   * message or array per row on either side, which is what makes a full load
+   * of a million rows fast. PostgreSQL only (PGlite streams no COPY out);
+   * the select takes no parameters. A caller that stops early leaves the
+   * rest read and dropped, so the connection is free for its next statement.
+   */
+  copyText?(select: string): AsyncIterable<Buffer>
 }
 
 export interface PoolStats {

@@ -1,4 +1,5 @@
 import pg from 'pg'
+import copyStreams from 'pg-copy-streams'
 import {
   StorageUnavailableError,
   isStorageUnavailable,
@@ -51,10 +52,33 @@ async function sendArrays(target: PgTarget, text: string, params: readonly unkno
   }
 }
 
+/** COPY (select) TO STDOUT on one connection, chunk by chunk; failures as in send(). */
+async function* copyTextOn(client: pg.PoolClient, select: string): AsyncGenerator<Buffer> {
+  const chunks = client.query(copyStreams.to(`COPY (${select}) TO STDOUT`))[Symbol.asyncIterator]()
+  let ended = false
+  try {
+    for (;;) {
+      const next = (await chunks.next()) as IteratorResult<Buffer>
+      if (next.done === true) {
+        ended = true
+        return
+      }
+      yield next.value
+    }
+  } catch (error) {
+    ended = true
+    throw isStorageUnavailable(error) ? new StorageUnavailableError(error) : error
+  } finally {
+    // Stopped early: the server goes on sending until the end of the COPY, and the connection answers nothing else before.
+    while (!ended) ended = (await chunks.next().catch(() => ({ done: true }))).done === true
+  }
+}
+
 function queryableOf(client: pg.PoolClient): Queryable {
   return {
     query: <R = Row>(text: string, params?: readonly unknown[]) => send<R>(client, text, params),
     queryArrays: (text: string, params?: readonly unknown[]) => sendArrays(client, text, params),
+    copyText: (select: string) => copyTextOn(client, select),
     async exec(script: string) {
       await send(client, script)
     },
@@ -85,6 +109,19 @@ class PostgresDatabase implements Database {
 
   async exec(script: string): Promise<void> {
     await send(this.pool, script)
+  }
+
+  async *copyText(select: string): AsyncGenerator<Buffer> {
+    const { client, release } = await this.checkout()
+    let failed = false
+    try {
+      yield* copyTextOn(client, select)
+    } catch (error) {
+      failed = true
+      throw error
+    } finally {
+      release(failed)
+    }
   }
 
   private async checkout(): Promise<{ client: pg.PoolClient; failed: () => boolean; release: (destroy: boolean) => void }> {
