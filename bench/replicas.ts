@@ -28,7 +28,7 @@ const SECRET = 'bench-replicas-secret-0123456789abcdef'
 const ROOT_EMAIL = 'root@replicas.bench'
 const ROOT_PASSWORD = `bench-${randomBytes(6).toString('hex')}`
 /** Past this the run is abandoned (and cleaned up): it must stay bounded. */
-const WHOLE_RUN_MS = 150_000
+const WHOLE_RUN_MS = 240_000
 const PROPAGATION_SAMPLES = 200
 const STALE_ROUNDS = 500
 const THROUGHPUT_MS = 5000
@@ -324,6 +324,60 @@ async function steadyWrites(replicas: Replica[], rate: number, ms: number): Prom
   return run
 }
 
+/** Arrival times of a change stream's events by revision: a stream on `replica` from `after`, read as it arrives. */
+function followStream(replica: Replica, after: number): { arrivals: Map<number, number>; close(): void } {
+  const arrivals = new Map<number, number>()
+  const req = request({ host: '127.0.0.1', port: replica.port, path: `/v2/admin/changes/stream?after=${after}`, headers: { authorization: `Bearer ${token}` } })
+  req.on('response', (res) => {
+    let rest = ''
+    res.setEncoding('utf8')
+    res.on('data', (chunk: string) => {
+      const now = performance.now()
+      const lines = (rest + chunk).split('\n')
+      rest = lines.pop() ?? ''
+      for (const line of lines) if (line.startsWith('id: ')) arrivals.set(Number(line.slice(4).split('.')[0]), now)
+    })
+  })
+  req.on('error', () => undefined)
+  req.end()
+  return { arrivals, close: () => req.destroy() }
+}
+
+/** From the write's answer on A until B's change stream delivers its event (B applies it from the feed first). */
+async function streamDelivery(a: Replica, b: Replica, samples: number): Promise<number[]> {
+  const head = await send(a.port, 'GET', '/v2/admin/changes?limit=1', token)
+  const stream = followStream(b, Number(head.data.next_after))
+  await sleep(200)
+  const delays: number[] = []
+  try {
+    for (let i = 0; i < samples; i++) {
+      const revision = revisionOf(await roleWrite(a, i % 2 === 0 ? 'grant' : 'revoke', 'clerk', 'orders', 'read', 'm1'))
+      const answered = performance.now()
+      while (!stream.arrivals.has(revision)) {
+        if (performance.now() - answered > 5000) throw new Error(`B's stream did not deliver revision ${revision} within 5 s`)
+        await sleep(1)
+      }
+      delays.push(Math.max(0, (stream.arrivals.get(revision) ?? answered) - answered))
+    }
+  } finally {
+    stream.close()
+  }
+  return delays
+}
+
+/** A poll of 1,000 changes after `after`, timed `times` times on `replica`. */
+async function pollTimes(replica: Replica, after: number, times: number): Promise<{ ms: number[]; items: number }> {
+  const ms: number[] = []
+  let items = 0
+  for (let i = 0; i < times; i++) {
+    const reply = await send(replica.port, 'GET', `/v2/admin/changes?after=${after}&limit=1000`, token)
+    if (reply.status !== 200) throw new Error(`poll: ${reply.status} ${reply.code ?? ''}`)
+    items = (reply.data.items as unknown[]).length
+    ms.push(reply.ms)
+  }
+  return { ms, items }
+}
+
 async function auditRowsLike(db: Database, prefix: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     "SELECT count(*)::int AS n FROM permission_audit WHERE target_type = 'role' AND action = 'grant' AND starts_with(target_id, $1)",
@@ -439,6 +493,14 @@ try {
     '(includes the wait for the notification when B is behind)',
   )
 
+  const stream = await streamDelivery(a, b, PROPAGATION_SAMPLES)
+  record(
+    `change stream delivery A → B's stream, p50 / p99 (${PROPAGATION_SAMPLES} samples)`,
+    `${fmt(quantile(stream, 0.5), 1)} / ${fmt(quantile(stream, 0.99), 1)} ms`,
+    `(target p99 < 100 ms: ${quantile(stream, 0.99) < 100 ? 'met' : 'MISSED'}; from A's answer to the event read on B's stream)`,
+  )
+  const beforeLoad = Number((await send(a.port, 'GET', '/v2/admin/changes?limit=1', token)).data.next_after)
+
   const auditBefore = await auditRowsLike(db, 'both_')
   const both = await grantLoad([a, b], CLIENTS_PER_REPLICA, THROUGHPUT_MS, 'both')
   const auditAfter = await auditRowsLike(db, 'both_')
@@ -453,6 +515,13 @@ try {
     `grant throughput through A alone, ${CLIENTS_PER_REPLICA * 2} clients, ${THROUGHPUT_MS / 1000} s (p50 / p99 latency)`,
     `${fmt(one.perSecond)} writes/s`,
     `(${fmt(quantile(one.latencies, 0.5), 1)} / ${fmt(quantile(one.latencies, 0.99), 1)} ms; ${one.failed} failed; for comparison)`,
+  )
+
+  const polled = await pollTimes(b, beforeLoad, 21)
+  record(
+    `a poll of ${fmt(polled.items)} changes on B, p50 / max (21 polls)`,
+    `${fmt(quantile(polled.ms, 0.5), 1)} / ${fmt(Math.max(...polled.ms), 1)} ms`,
+    `(target < 50 ms: ${quantile(polled.ms, 0.5) < 50 ? 'met' : 'MISSED'}; over HTTP, JSON included)`,
   )
 
   const steady = await steadyWrites([a, b], STEADY_RATE, STEADY_MS)

@@ -8,6 +8,7 @@
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import type { Account } from '../../src/domain/principals.js'
+import { WHOLE_REVISION, readChangeItems } from '../../src/storage/changeItems.js'
 import { backend, buildTestApp, onboard, register, type TestApp } from '../helper.js'
 import { openSse } from '../support/sseClient.js'
 
@@ -174,7 +175,10 @@ t.test(`a poll of 1,000 changes (${backend})`, async (t) => {
   t.equal(body.data.items.length, 1000, '1,000 items on one page')
   t.equal(new Set(body.data.items.map((i) => `${i.revision}.${i.index}`)).size, 1000, 'each once')
   t.equal(body.data.next_after, body.data.items[999]?.revision)
-  t.comment(`a poll of 1,000 changes: ${ms.toFixed(1)} ms, the route's first ${cold.ms.toFixed(1)} ms (${backend})`)
+  const read = performance.now()
+  await readChangeItems(ta.service.db, { revision: start, index: WHOLE_REVISION }, { audience: null, domain: null, upTo: null }, 1000)
+  const readMs = performance.now() - read
+  t.comment(`a poll of 1,000 changes: ${ms.toFixed(1)} ms (its query ${readMs.toFixed(1)} ms), the route's first ${cold.ms.toFixed(1)} ms (${backend})`)
   t.equal((await poll(ta, `after=${body.data.next_after}`)).body.data.items.length, 0, 'and nothing after')
 })
 
