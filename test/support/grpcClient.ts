@@ -57,7 +57,13 @@ export async function startTestGrpc(t: Teardown, service: Service, options: Part
   const server = await startGrpc({ ...service.config, host: '127.0.0.1', grpc: { port: 0, tls: null } }, service, options)
   if (server === null) throw new Error('unreachable: gRPC is configured above')
   t.teardown(() => server.stop(1000))
-  const address = `127.0.0.1:${server.port}`
+  return { server, ...grpcClients(t, `127.0.0.1:${server.port}`) }
+}
+
+export type GrpcClients = Omit<GrpcHarness, 'server'>
+
+/** Clients of the three services at an address (a server in this process or another). */
+export function grpcClients(t: Teardown, address: string): GrpcClients {
   const client = (path: string): Client => {
     const Ctor = constructor(path)
     const c = new Ctor(address, credentials.createInsecure())
@@ -65,7 +71,6 @@ export async function startTestGrpc(t: Teardown, service: Service, options: Part
     return c
   }
   return {
-    server,
     address,
     extAuthz: client('envoy.service.auth.v3.Authorization'),
     authz: client('aps.authz.v1.Authz'),
