@@ -3,9 +3,10 @@
  * as any client would be, against a gRPC server started on a free port for
  * one test's service.
  */
-import { credentials, Metadata, type Client, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js'
+import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js'
 import { loadPackageDefinition } from '@grpc/grpc-js'
 import { loadSync } from '@grpc/proto-loader'
+import { fileURLToPath } from 'node:url'
 import { LOADER_OPTIONS, PROTO_FILES } from '../../src/grpc/protos.js'
 import type { GrpcServer, GrpcServerOptions } from '../../src/grpc/server.js'
 import { startGrpc } from '../../src/http/server.js'
@@ -16,9 +17,19 @@ interface Teardown {
 }
 
 const packages = loadPackageDefinition(loadSync(PROTO_FILES, LOADER_OPTIONS))
+// ext_authz's client sends more of Envoy's fields than the service declares (envoy_sent.proto).
+const sent = loadPackageDefinition(
+  loadSync('envoy_sent.proto', { ...LOADER_OPTIONS, includeDirs: [...(LOADER_OPTIONS.includeDirs ?? []), fileURLToPath(new URL('./proto/', import.meta.url))] }),
+)
 
-function constructor(path: string): ServiceClientConstructor {
-  let node: unknown = packages
+/** Envoy's client: the fuller request, on Envoy's method path. */
+function envoyAuthorization(): ServiceClientConstructor {
+  const { Check } = constructor('envoy.service.auth.v3.SentAuthorization', sent).service
+  return makeGenericClientConstructor({ Check: { ...Check!, path: '/envoy.service.auth.v3.Authorization/Check' } }, 'Authorization')
+}
+
+function constructor(path: string, from = packages): ServiceClientConstructor {
+  let node: unknown = from
   for (const part of path.split('.')) node = (node as Record<string, unknown>)[part]
   return node as ServiceClientConstructor
 }
@@ -64,15 +75,15 @@ export type GrpcClients = Omit<GrpcHarness, 'server'>
 
 /** Clients of the three services at an address (a server in this process or another). */
 export function grpcClients(t: Teardown, address: string): GrpcClients {
-  const client = (path: string): Client => {
-    const Ctor = constructor(path)
+  const client = (path: string | ServiceClientConstructor): Client => {
+    const Ctor = typeof path === 'string' ? constructor(path) : path
     const c = new Ctor(address, credentials.createInsecure())
     t.teardown(() => c.close())
     return c
   }
   return {
     address,
-    extAuthz: client('envoy.service.auth.v3.Authorization'),
+    extAuthz: client(envoyAuthorization()),
     authz: client('aps.authz.v1.Authz'),
     health: client('grpc.health.v1.Health'),
   }
@@ -82,8 +93,8 @@ export function grpcClients(t: Teardown, address: string): GrpcClients {
 export function envoyCheckRequest(method: string, path: string, headers: Record<string, string> = {}): unknown {
   return {
     attributes: {
-      source: { address: { socket_address: { address: '10.0.0.7', port_value: 51234 } } },
-      destination: { address: { socket_address: { address: '10.0.0.2', port_value: 8080 } } },
+      source: { principal: 'spiffe://cluster.local/ns/shop/sa/frontend', labels: { app: 'frontend' } },
+      destination: { service: 'orders', principal: 'spiffe://cluster.local/ns/shop/sa/orders' },
       request: {
         time: { seconds: String(Math.floor(Date.now() / 1000)), nanos: 0 },
         http: {
@@ -94,6 +105,8 @@ export function envoyCheckRequest(method: string, path: string, headers: Record<
           host: 'shop.example',
           scheme: 'https',
           protocol: 'HTTP/1.1',
+          size: '0',
+          query: '',
         },
       },
       context_extensions: { virtual_host: 'shop' },
