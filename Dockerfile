@@ -35,6 +35,8 @@ COPY package.json ./
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
 COPY console ./console
+# The .proto files the gRPC server (GRPC_PORT) loads at start.
+COPY proto ./proto
 COPY model.conf model.decisions ./
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node

@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint'
 // from (docs/architecture.md). An import from anything else in src/ fails
 // lint: a layer never reaches up. compose.ts is the one file that builds
 // every layer; the runner (http) and the command line (cli) start from it.
-const FOLDERS = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'modelCheck', 'i18n', 'schemas', 'decisionLog', 'http', 'cli']
+const FOLDERS = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'modelCheck', 'i18n', 'schemas', 'decisionLog', 'http', 'cli', 'grpc']
 const ROOT_FILES = ['config', 'startup', 'compose', 'modelGate', 'startNotice']
 const FRONT_SHARED = ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'i18n', 'schemas', 'decisionLog', 'config', 'startup', 'compose']
 export const LAYERS = {
@@ -19,13 +19,15 @@ export const LAYERS = {
   i18n: ['domain'],
   schemas: ['domain', 'engine', 'i18n'],
   decisionLog: ['domain', 'storage', 'engine'],
-  http: [...FRONT_SHARED, 'modelGate', 'startNotice'],
+  http: [...FRONT_SHARED, 'modelGate', 'startNotice', 'grpc'],
   cli: [...FRONT_SHARED, 'modelCheck'],
   config: ['domain'],
   startup: ['domain', 'config'],
   compose: ['domain', 'storage', 'security', 'engine', 'replica', 'commands', 'decisionLog', 'config', 'modelGate'],
   modelGate: ['domain', 'storage', 'engine', 'modelCheck', 'config', 'compose'],
   startNotice: ['domain', 'storage', 'compose'],
+  // gRPC is a second front end beside http: the runner (http/server.ts) starts and stops it.
+  grpc: [...FRONT_SHARED, 'modelGate', 'startNotice'],
 }
 
 /** no-restricted-imports for the files of one layer: every part of src/ it may not import. */

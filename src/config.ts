@@ -62,6 +62,9 @@ const EnvSchema = Type.Object({
   CHANGE_STREAM_MAX_MS: Type.Integer({ minimum: 10, maximum: 86_400_000, default: 3_600_000 }),
   CHANGE_STREAM_BUFFER_BYTES: Type.Integer({ minimum: 1024, maximum: 1_073_741_824, default: 1_048_576 }),
   CHANGE_STREAMS_PER_ADDRESS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 64 }),
+  GRPC_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  GRPC_TLS_CERT: Type.Optional(Type.String({ minLength: 1 })),
+  GRPC_TLS_KEY: Type.Optional(Type.String({ minLength: 1 })),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -174,6 +177,14 @@ export interface Config {
     /** Streams one client address may hold open at once (429 `608` past it). */
     perAddress: number
   }
+  /** The gRPC server (GRPC_PORT): Envoy's ext_authz, aps.authz.v1 and health; null when off. */
+  grpc: GrpcConfig | null
+}
+
+export interface GrpcConfig {
+  port: number
+  /** GRPC_TLS_CERT and GRPC_TLS_KEY, PEM files read when the server starts; null: cleartext HTTP/2. */
+  tls: { certPath: string; keyPath: string } | null
 }
 
 /** The configuration as the environment gives it, before start-up reads and makes its files (src/startup.ts). */
@@ -349,5 +360,18 @@ export function readSettings(source: Record<string, string | undefined> = proces
       bufferBytes: env.CHANGE_STREAM_BUFFER_BYTES,
       perAddress: env.CHANGE_STREAMS_PER_ADDRESS,
     },
+    grpc: grpcConfig(env),
   }
+}
+
+/** GRPC_PORT turns the gRPC server on; its TLS needs both files or neither. */
+function grpcConfig(env: Env): GrpcConfig | null {
+  const hasCert = env.GRPC_TLS_CERT !== undefined
+  if (hasCert !== (env.GRPC_TLS_KEY !== undefined)) throw new ConfigError('set both GRPC_TLS_CERT and GRPC_TLS_KEY, or neither')
+  if (env.GRPC_PORT === undefined) {
+    if (hasCert) throw new ConfigError('GRPC_TLS_CERT and GRPC_TLS_KEY need GRPC_PORT')
+    return null
+  }
+  const tls = env.GRPC_TLS_CERT !== undefined && env.GRPC_TLS_KEY !== undefined ? { certPath: resolve(env.GRPC_TLS_CERT), keyPath: resolve(env.GRPC_TLS_KEY) } : null
+  return { port: env.GRPC_PORT, tls }
 }

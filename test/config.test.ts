@@ -201,3 +201,16 @@ t.test('CHECK_LOG_LEVEL: warn by default, never more verbose than LOG_LEVEL unle
   t.equal(loadConfig({ ...base, CHECK_LOG_LEVEL: 'info' }).checkLogLevel, 'info', 'an operator may log every check')
   t.throws(() => loadConfig({ ...base, CHECK_LOG_LEVEL: 'loud' }), /CHECK_LOG_LEVEL/)
 })
+
+t.test('GRPC_PORT turns gRPC on; its TLS needs both files', async (t) => {
+  const base = { DATABASE_URL: 'pglite://memory', JWT_SECRET: SECRET }
+  t.equal(readSettings(base).grpc, null, 'off by default')
+  t.same(readSettings({ ...base, GRPC_PORT: '9191' }).grpc, { port: 9191, tls: null }, 'cleartext HTTP/2')
+  t.same(readSettings({ ...base, GRPC_PORT: '9191', GRPC_TLS_CERT: 'c.pem', GRPC_TLS_KEY: 'k.pem' }).grpc, {
+    port: 9191,
+    tls: { certPath: resolve('c.pem'), keyPath: resolve('k.pem') },
+  })
+  t.throws(() => readSettings({ ...base, GRPC_PORT: '9191', GRPC_TLS_CERT: 'c.pem' }), new ConfigError('set both GRPC_TLS_CERT and GRPC_TLS_KEY, or neither'))
+  t.throws(() => readSettings({ ...base, GRPC_TLS_CERT: 'c.pem', GRPC_TLS_KEY: 'k.pem' }), new ConfigError('GRPC_TLS_CERT and GRPC_TLS_KEY need GRPC_PORT'))
+  t.throws(() => readSettings({ ...base, GRPC_PORT: '70000' }), ConfigError, 'a port out of range')
+})

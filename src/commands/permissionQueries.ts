@@ -9,6 +9,7 @@ import type { AccountDirectory } from '../storage/accountDirectory.js'
 import type { Caller, CommandContext } from './context.js'
 import { assertDomainExists } from './permissionContext.js'
 import { isRootAccount, isRootSubRole } from '../domain/root.js'
+import type { ForwardAuthAsk } from '../domain/routeMap.js'
 
 export interface RolePermissions {
   sub_role_code: string
@@ -129,4 +130,9 @@ export function checkPermissions(ctx: CheckContext, subject: Account, queries: r
     const domain = q.domain ?? home
     return { obj: q.obj, act: q.act, domain, allowed: ctx.engine.decide(subject, domain, q.obj, q.act) }
   })
+}
+
+/** Whether forward auth (verify, ext_authz) allows: only a pair the account may do. */
+export function forwardAuthAllows(ctx: CheckContext, account: Account, ask: ForwardAuthAsk): boolean {
+  return ask !== null && !('ambiguous' in ask) && checkPermission(ctx, account, ask)
 }

@@ -121,6 +121,16 @@ export const errorTable = {
     responseCode: '903',
     meaning: 'this server could not confirm its policy is current for `MAX_STALENESS_MS` (it fails closed)',
   },
+  EXT_AUTHZ_REQUEST_INCOMPLETE: {
+    status: 400,
+    responseCode: '117',
+    meaning: "gRPC ext_authz: the check request names no HTTP method or path (`attributes.request.http`); answered `INVALID_ARGUMENT`",
+  },
+  GRPC_REQUEST_TIMEOUT: {
+    status: 408,
+    responseCode: '606',
+    meaning: 'gRPC: a call whose request did not arrive whole within `REQUEST_TIMEOUT_MS`; answered `DEADLINE_EXCEEDED`',
+  },
 } as const satisfies Record<string, ErrorEntry>
 
 export type ErrorCode = keyof typeof errorTable

@@ -1,3 +1,6 @@
+import { isDomainName } from './identifiers.js'
+import { normaliseOriginalPath, type PathAmbiguity } from './originalPath.js'
+
 /**
  * The gateway's route map: which permission an upstream request needs, so a
  * proxy can ask the forward-auth endpoint without knowing the catalog. An
@@ -103,4 +106,21 @@ function matchSegments(pattern: readonly Segment[], segments: readonly string[])
     if (want.kind === 'param') params.set(want.name, got)
   }
   return pattern.length === segments.length ? params : null
+}
+
+/** What forward auth decides on: a pair, an original path refused as ambiguous, or nothing (deny). */
+export type ForwardAuthAsk = RoutePermission | { ambiguous: PathAmbiguity } | null
+
+/**
+ * The route map's pair for an original request, or null (deny) when none
+ * matches or its domain is malformed. The URI is normalised first, and a path
+ * an upstream could read differently is refused rather than matched. Verify
+ * and gRPC's ext_authz both ask this.
+ */
+export function mappedPair(routeMap: RouteMap | null, method: string, uri: string): ForwardAuthAsk {
+  const path = normaliseOriginalPath(uri)
+  if ('ambiguous' in path) return path
+  const matched = routeMap?.match(method, path.segments) ?? null
+  if (matched === null || (matched.domain !== undefined && !isDomainName(matched.domain))) return null
+  return matched
 }

@@ -1,14 +1,10 @@
 import type { ErrorObject } from 'ajv'
 import { errorTable, isServiceError, type ErrorCode, type FieldError } from '../domain/errors.js'
 import type { Translate } from '../i18n/index.js'
+import { errorBody, type ErrorBody } from '../i18n/errorBody.js'
 import { localiseValidation } from '../schemas/validation.js'
 
-export interface ErrorBody {
-  response_code: string
-  response_text: string
-  errors?: FieldError[]
-  resume_after?: number
-}
+export type { ErrorBody }
 
 export interface MappedError {
   status: number
@@ -33,10 +29,8 @@ const frameworkCodes: Record<string, ErrorCode> = {
 }
 
 function build(code: ErrorCode, t: Translate, params: Record<string, unknown> = {}, errors?: FieldError[]): MappedError {
-  const entry = errorTable[code]
-  const body: ErrorBody = { response_code: entry.responseCode, response_text: t(`errors.${code}`, params) }
-  if (errors !== undefined && errors.length > 0) body.errors = errors
-  return { status: entry.status, body, internal: entry.status >= 500 }
+  const status = errorTable[code].status
+  return { status, body: errorBody(code, t, params, errors), internal: status >= 500 }
 }
 
 /** The one mapper from anything thrown to a status and a localised error envelope. */

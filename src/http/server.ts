@@ -8,9 +8,13 @@ import app from './app.js'
 import { connectionDrain, createFastify } from './fastifyOptions.js'
 import { createLocalizer } from '../i18n/index.js'
 import { stoppingRefusal } from './rawAnswers.js'
-import { stopGracefully } from './shutdown.js'
+import { forceAfterMs, stopGracefully } from './shutdown.js'
 import { buildWithRetry } from './startupRetry.js'
 import { listenForStop } from './stopSignals.js'
+import { startGrpcServer, type GrpcServer, type GrpcServerOptions } from '../grpc/server.js'
+import { RouteMap } from '../domain/routeMap.js'
+import { headerAuthenticator } from './plugins/authentication.js'
+import type { Service } from '../compose.js'
 
 /**
  * The runner: `node --import tsx src/http/server.ts`.
@@ -43,25 +47,51 @@ export async function run(config: Config): Promise<number> {
     log.info({ signal: stop.received() }, 'stopped before the service started')
     return 0
   }
+  let grpc: GrpcServer | null = null
   try {
     await announceStart(service, log)
     await fastify.register(app, { service })
     await fastify.listen({ host: config.host, port: config.port })
+    grpc = await startGrpc(config, service)
+    if (grpc !== null) log.info({ port: grpc.port, tls: config.grpc?.tls !== null }, `gRPC listening on port ${grpc.port}`)
   } catch (error) {
+    await grpc?.stop(0)
     await fastify.close().catch(() => undefined)
     await service.close().catch(() => undefined)
     throw error
   }
 
   if (!stop.signal.aborted) await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }))
+  // gRPC stops beside HTTP, its calls under way finishing within the same deadline, before the service closes.
+  const grpcStopped = grpc?.stop(forceAfterMs(config.shutdownTimeoutMs))
   const outcome = await stopGracefully(fastify, connectionDrain(fastify), {
     signal: stop.received(),
     timeoutMs: config.shutdownTimeoutMs,
     log,
     refuse: stoppingRefusal(createLocalizer(config.defaultLocale)),
-    closeService: () => service.close(),
+    closeService: async () => {
+      await grpcStopped
+      await service.close()
+    },
   })
   return outcome.exitCode
+}
+
+/** The gRPC server when GRPC_PORT is set: the same service, route map and token rules as HTTP (tests replace parts). */
+export function startGrpc(config: Config, service: Service, replace: Partial<GrpcServerOptions> = {}): Promise<GrpcServer> | null {
+  if (config.grpc === null) return null
+  return startGrpcServer({
+    config: config.grpc,
+    host: config.host,
+    requestTimeoutMs: config.connections.requestTimeoutMs,
+    ctx: service,
+    routeMap: config.routeMap === null ? null : new RouteMap(config.routeMap),
+    replica: service.replica,
+    authenticate: headerAuthenticator({ config, accounts: service.accounts }),
+    localizer: createLocalizer(config.defaultLocale),
+    readiness: service.readiness,
+    ...replace,
+  })
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, buildTestApp, onboard, register, tempDir } from '../helper.js'
-import { AMBIGUOUS_PATHS } from '../support/ambiguousPaths.js'
+import { AMBIGUOUS_PATHS, AMBIGUOUS_PATH_ROUTES } from '../support/ambiguousPaths.js'
 import { errorShapeProblems } from '../support/envelope.js'
 import { sendRaw, type RawAnswer } from '../support/rawRequest.js'
 import { LOG_LEVELS, processDatabase, startServer } from '../support/serverProcess.js'
@@ -20,10 +20,7 @@ import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
 onceOnPGlite('path normalisation before the route map')
 
-const ROUTES = [
-  { method: 'GET', path: '/products/*', obj: 'products', act: 'read' },
-  { method: 'GET', path: '/customers/:id', obj: 'customers', act: 'read' },
-]
+const ROUTES = AMBIGUOUS_PATH_ROUTES
 
 function routeMapFile(t: Parameters<typeof tempDir>[0]): string {
   const file = join(tempDir(t), 'routes.json')

@@ -20,6 +20,12 @@ const line = (path: string, reason: PathAmbiguity): AmbiguousPath => ({ path, re
 const headerOnly = (path: string, reason: PathAmbiguity): AmbiguousPath => ({ path, reason, requestLine: false, header: true })
 const neither = (path: string, reason: PathAmbiguity): AmbiguousPath => ({ path, reason, requestLine: false, header: false })
 
+/** The route map these paths are asked against: a user may read products, not customers. */
+export const AMBIGUOUS_PATH_ROUTES = [
+  { method: 'GET', path: '/products/*', obj: 'products', act: 'read' },
+  { method: 'GET', path: '/customers/:id', obj: 'customers', act: 'read' },
+]
+
 export const AMBIGUOUS_PATHS: readonly AmbiguousPath[] = [
   // Servlet containers drop `;…` from a segment, then resolve what is left.
   line('/products/..;/customers/1', 'semicolon'),

@@ -3,6 +3,7 @@ import jwt, { type FastifyJWTOptions } from '@fastify/jwt'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
 import buildGetJwks from 'get-jwks'
+import { createVerifier } from 'fast-jwt'
 import type { Caller } from '../../commands/context.js'
 import type { Account } from '../../domain/principals.js'
 import type { Config } from '../../config.js'
@@ -171,6 +172,96 @@ export function cachedAccount(
   return account !== undefined && agrees(claims, account, current) ? account : undefined
 }
 
+/** What admitting a credential reads: verified tokens, the accounts in memory, and the rule for current credentials. */
+interface AdmitDeps {
+  verified: VerifiedTokenCache<TokenClaims>
+  accounts: AccountDirectory
+  current: CredentialsRule
+}
+
+/** A credential's verified claims and the account they act as. */
+export interface Admitted {
+  claims: TokenClaims
+  account: Account
+}
+
+/** The claims and account when the claims were not logged out and name an account that agrees with them; else the refusal. */
+function admitted(claims: TokenClaims, account: Account | null, deps: AdmitDeps): Admitted {
+  if (loggedOut(claims, deps.accounts)) throw new ServiceError('SESSION_ENDED')
+  if (account === null || !agrees(claims, account, deps.current)) throw new ServiceError('INVALID_TOKEN')
+  return { claims, account }
+}
+
+/** First sight of a token, or an account not in memory yet: verify and look up asynchronously. */
+async function verifyAndAdmit(header: string, cached: TokenClaims | undefined, deps: AdmitDeps, verify: () => Promise<TokenClaims>): Promise<Admitted> {
+  let claims = cached
+  if (claims === undefined) {
+    try {
+      claims = await verify()
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      throw new ServiceError(code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' || code === 'FAST_JWT_EXPIRED' ? 'TOKEN_EXPIRED' : 'INVALID_TOKEN')
+    }
+    if (!wellFormed(claims)) throw new ServiceError('INVALID_TOKEN')
+    deps.verified.set(header, claims)
+  }
+  if (!wellFormed(claims)) throw new ServiceError('INVALID_TOKEN')
+  return admitted(claims, await deps.accounts.get(claims.sub), deps)
+}
+
+/**
+ * The claims and account an `Authorization` header admits, by the rules of
+ * every front end (the routes here, gRPC): without a promise when its token
+ * was verified before and its account is in memory, which is most of the
+ * gateway's traffic. Throws (or rejects with) the refusal.
+ */
+function admitHeader(header: string | undefined, deps: AdmitDeps, verify: () => Promise<TokenClaims>): Admitted | Promise<Admitted> {
+  if (header === undefined || header === '') throw new ServiceError('UNAUTHENTICATED')
+  // Only headers whose token verified are in the cache, so a hit needs no parsing.
+  const claims = deps.verified.get(header)
+  if (claims === undefined) {
+    if (!isBearer(header) || !JWT_SHAPE.test(bearerToken(header))) throw new ServiceError('INVALID_TOKEN')
+    return verifyAndAdmit(header, undefined, deps, verify)
+  }
+  const account = wellFormed(claims) ? deps.accounts.peek(claims.sub) : undefined
+  if (account === undefined) return verifyAndAdmit(header, claims, deps, verify)
+  return admitted(claims, account, deps)
+}
+
+function bearerToken(header: string): string {
+  return header.slice(BEARER_PREFIX.length).trim()
+}
+
+/**
+ * The account an `Authorization` header admits, for a front end without
+ * Fastify's request (gRPC): the routes' rules, with a token cache of its own
+ * and a verifier of the same key, algorithms and claims.
+ */
+export function headerAuthenticator(options: AuthenticationOptions): (header: string | undefined) => Account | Promise<Account> {
+  const deps: AdmitDeps = {
+    verified: options.verified ?? new VerifiedTokenCache<TokenClaims>(),
+    accounts: options.accounts,
+    current: credentialsRule(options.config.jwt.mode),
+  }
+  const verifyToken = tokenVerifier(jwtOptions(options))
+  return (header) => {
+    const result = admitHeader(header, deps, () => verifyToken(bearerToken(header as string)))
+    return result instanceof Promise ? result.then((a) => a.account) : result.account
+  }
+}
+
+/** fast-jwt's verifier for @fastify/jwt's options: the same key (or JWKS look-up), algorithms and required claims. */
+function tokenVerifier({ secret, verify }: FastifyJWTOptions): (token: string) => Promise<TokenClaims> {
+  const fixed = typeof secret === 'object' && !Buffer.isBuffer(secret) ? (secret as { public: string }).public : secret
+  const verifier = createVerifier({
+    ...(verify as object),
+    // The JWKS look-up reads only the token's header, never the request.
+    key: async (decoded: unknown) =>
+      typeof fixed === 'function' ? ((await (fixed as (request: unknown, token: unknown) => Promise<string>)(undefined, decoded)) as string) : (fixed as string),
+  })
+  return async (token) => (await verifier(token)) as TokenClaims
+}
+
 /**
  * auth:admin. Verifies the bearer token, then loads the account it names (from
  * memory); a token whose type or merchant disagree with the account is refused.
@@ -180,58 +271,34 @@ const authenticationPlugin: FastifyPluginAsync<AuthenticationOptions> = async (a
   await app.register(jwt, jwtOptions(options))
   app.decorateRequest('caller', null)
   app.decorateRequest('claims', null)
-  const verified = options.verified ?? new VerifiedTokenCache<TokenClaims>()
-  const current = credentialsRule(options.config.jwt.mode)
-
-  /** Accepts the claims when they were not logged out and name an account that agrees with them. */
-  const admit = (request: FastifyRequest, claims: TokenClaims, account: Account | null): void => {
-    if (loggedOut(claims, options.accounts)) throw new ServiceError('SESSION_ENDED')
-    if (account === null || !agrees(claims, account, current)) throw new ServiceError('INVALID_TOKEN')
-    request.caller = new RequestCaller(account, request)
-    request.claims = claims
+  const deps: AdmitDeps = {
+    verified: options.verified ?? new VerifiedTokenCache<TokenClaims>(),
+    accounts: options.accounts,
+    current: credentialsRule(options.config.jwt.mode),
   }
 
-  /** First sight of a token, or an account not in memory yet: verify and look up asynchronously. */
-  const verifyAndAdmit = async (request: FastifyRequest, header: string, cached: TokenClaims | undefined): Promise<void> => {
-    let claims = cached
-    if (claims === undefined) {
-      try {
-        claims = await request.jwtVerify<TokenClaims>()
-      } catch (error) {
-        const code = (error as { code?: string }).code
-        throw new ServiceError(code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' ? 'TOKEN_EXPIRED' : 'INVALID_TOKEN')
-      }
-      if (!wellFormed(claims)) throw new ServiceError('INVALID_TOKEN')
-      verified.set(header, claims)
-    }
-    if (!wellFormed(claims)) throw new ServiceError('INVALID_TOKEN')
-    admit(request, claims, await options.accounts.get(claims.sub))
+  const accept = (request: FastifyRequest, { claims, account }: Admitted): void => {
+    request.caller = new RequestCaller(account, request)
+    request.claims = claims
   }
 
   // Callback style: a token seen before with its account in memory is admitted
   // without a promise, which is most of the gateway's traffic.
   const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    const header = request.headers.authorization
-    if (header === undefined || header === '') return done(new ServiceError('UNAUTHENTICATED'))
-    // Only headers whose token verified are in the cache, so a hit needs no parsing.
-    const claims = verified.get(header)
-    if (claims === undefined) {
-      if (!isBearer(header) || !JWT_SHAPE.test(header.slice(BEARER_PREFIX.length).trim())) {
-        return done(new ServiceError('INVALID_TOKEN'))
-      }
-      verifyAndAdmit(request, header, undefined).then(() => done(), done)
-      return
-    }
-    const account = wellFormed(claims) ? options.accounts.peek(claims.sub) : undefined
-    if (account === undefined) {
-      verifyAndAdmit(request, header, claims).then(() => done(), done)
-      return
-    }
+    let result: Admitted | Promise<Admitted>
     try {
-      admit(request, claims, account)
+      result = admitHeader(request.headers.authorization, deps, () => request.jwtVerify<TokenClaims>())
     } catch (error) {
       return done(error as Error)
     }
+    if (result instanceof Promise) {
+      result.then((admittedCaller) => {
+        accept(request, admittedCaller)
+        done()
+      }, done)
+      return
+    }
+    accept(request, result)
     done()
   }
 

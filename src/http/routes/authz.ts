@@ -4,11 +4,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Account } from '../../domain/principals.js'
 import { isDomainName, isPermissionPart } from '../../domain/identifiers.js'
 import { ServiceError } from '../../domain/errors.js'
-import { normaliseOriginalPath, type PathAmbiguity } from '../../domain/originalPath.js'
-import type { RouteMap, RoutePermission } from '../../domain/routeMap.js'
+import { mappedPair, type ForwardAuthAsk, type RouteMap } from '../../domain/routeMap.js'
 import type { ServiceMetrics } from '../serviceMetrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
-import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
+import { checkPermission, checkPermissions, checkSubject, forwardAuthAllows, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
 import { MAX_BATCH_CHECKS } from '../plainBatch.js'
 import { callerOf } from '../plugins/authentication.js'
@@ -42,14 +41,14 @@ const VerifyQuery = ReadQuery({ obj: Type.Optional(Obj), act: Type.Optional(Act)
 
 export const VERIFY_PREFIX = '/v2/authz/verify'
 
+// Shared with gRPC's ext_authz, so they live below the front ends.
+export { forwardAuthAllows, mappedPair, type ForwardAuthAsk }
+
 /** One header's value, when it is sent once. */
 function header(headers: FastifyRequest['headers'], name: string): string | undefined {
   const value = headers[name]
   return typeof value === 'string' ? value : undefined
 }
-
-/** What forward auth decides on: a pair, an original path refused as ambiguous, or nothing (deny). */
-export type ForwardAuthAsk = RoutePermission | { ambiguous: PathAmbiguity } | null
 
 /**
  * The pair a proxy's sub-request asks about: from the query, else from the
@@ -70,24 +69,6 @@ export function forwardAuthPair(query: Pick<Static<typeof VerifyQuery>, 'obj' | 
   const uri = header(headers, 'x-original-uri') ?? header(headers, 'x-forwarded-uri')
   if (method === undefined || uri === undefined) return null
   return mappedPair(routeMap, method, uri)
-}
-
-/**
- * The route map's pair for an original request, or null (deny) when none
- * matches or its domain is malformed. The URI is normalised first, and a path
- * an upstream could read differently is refused rather than matched.
- */
-export function mappedPair(routeMap: RouteMap | null, method: string, uri: string): ForwardAuthAsk {
-  const path = normaliseOriginalPath(uri)
-  if ('ambiguous' in path) return path
-  const matched = routeMap?.match(method, path.segments) ?? null
-  if (matched === null || (matched.domain !== undefined && !isDomainName(matched.domain))) return null
-  return matched
-}
-
-/** Whether forward auth allows: only a pair the account may do. */
-export function forwardAuthAllows(ctx: CheckContext, account: Account, ask: ForwardAuthAsk): boolean {
-  return ask !== null && !('ambiguous' in ask) && checkPermission(ctx, account, ask)
 }
 
 /** Forward auth's answer: `allowed` with the identity headers for the upstream, else 403 `300` (`303` for an ambiguous path). */

@@ -1,0 +1,39 @@
+/**
+ * A gRPC server for bench/grpc.ts, in a process of its own so its CPU time
+ * can be read:
+ *   node --import tsx bench/grpcServer.ts service <grpcPort>   the service (seeded, HTTP and gRPC)
+ *   node --import tsx bench/grpcServer.ts bare <grpcPort>      a bare grpc-js server answering an empty Check
+ * Prints `READY <httpPort> <token>` on stderr when listening.
+ */
+import { Server, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js'
+import { loadServiceProtos } from '../src/grpc/protos.js'
+import app from '../src/http/app.js'
+import { createFastify } from '../src/http/fastifyOptions.js'
+import { startGrpc } from '../src/http/server.js'
+import { benchDatabase, benchService, benchSubject, seedRules } from './seed.js'
+
+const [mode, portText] = process.argv.slice(2)
+const grpcPort = Number(portText)
+
+if (mode === 'bare') {
+  // The same library and the same .proto files, nothing decided: the ceiling the service is measured against.
+  const server = new Server()
+  server.addService(loadServiceProtos().extAuthz, { Check: (_call: unknown, callback: sendUnaryData<unknown>) => callback(null, { status: { code: 0 } }) })
+  await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${grpcPort}`, ServerCredentials.createInsecure(), (error) => (error === null ? resolve() : reject(error))))
+  process.stderr.write('READY 0 -\n')
+  process.once('SIGTERM', () => server.tryShutdown(() => process.exit(0)))
+} else {
+  const { db } = await benchDatabase()
+  await seedRules(db, 1000)
+  const service = await benchService(db, 'info')
+  const { token } = await benchSubject(service)
+  const fastify = createFastify(service.config)
+  await fastify.register(app, { service })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  const grpc = await startGrpc({ ...service.config, host: '127.0.0.1', grpc: { port: grpcPort, tls: null } }, service)
+  const address = fastify.server.address()
+  process.stderr.write(`READY ${typeof address === 'object' && address !== null ? address.port : 0} ${token}\n`)
+  process.once('SIGTERM', () => {
+    void Promise.all([grpc?.stop(1000), fastify.close()]).then(() => process.exit(0))
+  })
+}

@@ -1,0 +1,126 @@
+import { status, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js'
+import { forwardAuthAllows, type CheckContext } from '../commands/permissionQueries.js'
+import { errorTable, type ErrorCode } from '../domain/errors.js'
+import { homeDomain, type Account } from '../domain/principals.js'
+import { mappedPair, type RouteMap } from '../domain/routeMap.js'
+import type { Localizer } from '../i18n/index.js'
+import { errorBody } from '../i18n/errorBody.js'
+import type { GrpcDecision, OnDecision } from './decisions.js'
+import { errorCodeOf, grpcStatus } from './status.js'
+
+/** envoy.service.auth.v3.CheckRequest, as far as the service reads it (proto/envoy/service/auth/v3/). */
+interface CheckRequest {
+  attributes?: { request?: { http?: { method?: string; path?: string; headers?: Record<string, string> } } }
+}
+
+interface HeaderValueOption {
+  header: { key: string; value: string }
+  append_action: number
+}
+
+interface CheckResponse {
+  status: { code: number; message?: string }
+  ok_response?: { headers: HeaderValueOption[]; headers_to_remove: string[] }
+  denied_response?: { status: { code: number }; headers: HeaderValueOption[]; body: string }
+}
+
+/** HeaderValueOption.HeaderAppendAction: the service's value replaces one the client sent under the same name. */
+const OVERWRITE_IF_EXISTS_OR_ADD = 2
+
+const IDENTITY_HEADERS = ['x-authz-user-id', 'x-authz-merchant-id']
+
+export interface ExtAuthzOptions {
+  ctx: CheckContext
+  routeMap: RouteMap | null
+  replica: { isStale: () => boolean }
+  /** The account an `authorization` header admits, by the HTTP routes' rules; throws or rejects with the refusal. */
+  authenticate: (header: string | undefined) => Account | Promise<Account>
+  localizer: Localizer
+  decisionId: () => string
+  onDecision?: OnDecision | undefined
+}
+
+function header(key: string, value: string): HeaderValueOption {
+  return { header: { key, value }, append_action: OVERWRITE_IF_EXISTS_OR_ADD }
+}
+
+/**
+ * Envoy's external authorization over gRPC: verify's rules, with the pair
+ * from the route map applied to the request Envoy holds. The answer's
+ * status says allowed (OK) or why not; a refusal carries the HTTP answer
+ * Envoy gives the client (status, the localised envelope, the decision id).
+ * Every refusal is a CheckResponse, never a failed call: Envoy's
+ * `failure_mode_allow` lets a failed call through, and a refusal must not be.
+ */
+export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImplementation {
+  const { ctx, routeMap, replica, authenticate, localizer, decisionId } = options
+  const record = options.onDecision ?? (() => undefined)
+
+  const ok = (account: Account, id: string): CheckResponse => ({
+    status: { code: status.OK },
+    ok_response: {
+      headers: [
+        header('x-authz-user-id', account.id),
+        ...(account.merchant_id === null ? [] : [header('x-authz-merchant-id', account.merchant_id)]),
+        header('x-decision-id', id),
+      ],
+      // A client's own identity header never reaches the upstream beside or instead of the service's.
+      headers_to_remove: account.merchant_id === null ? IDENTITY_HEADERS.slice(1) : [],
+    },
+  })
+
+  const denied = (code: ErrorCode, params: Record<string, string | number>, acceptLanguage: string | undefined, id: string): CheckResponse => {
+    const body = errorBody(code, localizer.translator(localizer.negotiate(undefined, acceptLanguage)), params)
+    return {
+      status: { code: grpcStatus(code), message: body.response_text },
+      denied_response: {
+        // The error table's status, which the body's code belongs to.
+        status: { code: errorTable[code].status },
+        headers: [header('content-type', 'application/json; charset=utf-8'), header('x-decision-id', id)],
+        body: JSON.stringify(body),
+      },
+    }
+  }
+
+  const Check = (call: ServerUnaryCall<CheckRequest, CheckResponse>, callback: sendUnaryData<CheckResponse>): void => {
+    const id = decisionId()
+    const http = call.request.attributes?.request?.http
+    const headers = http?.headers ?? {}
+    const acceptLanguage = headers['accept-language']
+    const method = http?.method
+    const path = http?.path
+    const answer = (response: CheckResponse, decision: Omit<GrpcDecision, 'decisionId' | 'source' | 'method' | 'path'>): void => {
+      callback(null, response)
+      record({ decisionId: id, source: 'ext_authz', ...decision, ...(method === undefined ? {} : { method }), ...(path === undefined ? {} : { path }) })
+    }
+    if (replica.isStale()) return answer(denied('POLICY_STALE', {}, acceptLanguage, id), { subject: null, allowed: false, refusal: 'stale_policy' })
+    if (method === undefined || method === '' || path === undefined || path === '') {
+      return answer(denied('EXT_AUTHZ_REQUEST_INCOMPLETE', {}, acceptLanguage, id), { subject: null, allowed: false, refusal: 'incomplete_request' })
+    }
+    const decide = (account: Account): void => {
+      const ask = mappedPair(routeMap, method, path)
+      if (ask === null) return answer(denied('PERMISSION_DENIED', { permission: 'unknown' }, acceptLanguage, id), { subject: account, allowed: false, refusal: 'no_route' })
+      if ('ambiguous' in ask) {
+        return answer(denied('ORIGINAL_PATH_AMBIGUOUS', { reason: ask.ambiguous }, acceptLanguage, id), { subject: account, allowed: false, refusal: 'ambiguous_path' })
+      }
+      const allowed = forwardAuthAllows(ctx, account, ask)
+      const pair = { obj: ask.obj, act: ask.act, domain: ask.domain ?? homeDomain(account) }
+      if (allowed) return answer(ok(account, id), { subject: account, allowed, ...pair })
+      answer(denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, acceptLanguage, id), { subject: account, allowed, ...pair })
+    }
+    const refuse = (error: unknown): void => {
+      const { code, params } = errorCodeOf(error)
+      answer(denied(code, params, acceptLanguage, id), { subject: null, allowed: false, refusal: 'unauthenticated' })
+    }
+    let admitted: Account | Promise<Account>
+    try {
+      admitted = authenticate(headers.authorization)
+    } catch (error) {
+      return refuse(error)
+    }
+    if (admitted instanceof Promise) admitted.then(decide, refuse)
+    else decide(admitted)
+  }
+
+  return { Check } as UntypedServiceImplementation
+}

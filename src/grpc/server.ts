@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs'
+import {
+  ResponderBuilder,
+  Server,
+  ServerCredentials,
+  ServerInterceptingCall,
+  ServerListenerBuilder,
+  status,
+  type ServerInterceptor,
+} from '@grpc/grpc-js'
+import type { CheckContext } from '../commands/permissionQueries.js'
+import type { GrpcConfig } from '../config.js'
+import type { Account } from '../domain/principals.js'
+import type { RouteMap } from '../domain/routeMap.js'
+import type { Localizer } from '../i18n/index.js'
+import { authzService } from './authzService.js'
+import { processDecisionIds, type OnDecision } from './decisions.js'
+import { extAuthzService } from './extAuthz.js'
+import { healthService } from './health.js'
+import { loadServiceProtos } from './protos.js'
+import { grpcError } from './status.js'
+
+/** The largest request message taken, as the HTTP API's body limit; a larger one is RESOURCE_EXHAUSTED before it is decoded. */
+export const MAX_RECEIVE_BYTES = 1024 * 1024
+
+export interface GrpcServerOptions {
+  config: GrpcConfig
+  host: string
+  /** A call's request must have arrived whole within this long (REQUEST_TIMEOUT_MS), else DEADLINE_EXCEEDED. */
+  requestTimeoutMs: number
+  ctx: CheckContext
+  routeMap: RouteMap | null
+  replica: { isStale: () => boolean; readonly revisionText: string }
+  /** The account an `authorization` value admits, by the HTTP routes' rules (the runner passes headerAuthenticator's). */
+  authenticate: (header: string | undefined) => Account | Promise<Account>
+  localizer: Localizer
+  readiness: () => Promise<'ready' | 'unavailable' | 'stale'>
+  /** Decision ids; by default this process's own. */
+  decisionId?: () => string
+  /** Each gateway decision, after its answer (the decision log). */
+  onDecision?: OnDecision
+  maxReceiveBytes?: number
+}
+
+export interface GrpcServer {
+  /** The port bound (GRPC_PORT=0 picks a free one). */
+  readonly port: number
+  /** Stops taking calls, lets those under way finish until the deadline, then cuts what is left. */
+  stop(timeoutMs: number): Promise<void>
+}
+
+/**
+ * Ends a call whose request does not arrive whole in time: a client that
+ * opens a stream and never ends it holds a stream and its buffered bytes,
+ * and nothing else in the library bounds that.
+ */
+function requestDeadline(timeoutMs: number, localizer: Localizer): ServerInterceptor {
+  const refusal = grpcError('GRPC_REQUEST_TIMEOUT', localizer.translator(localizer.defaultLocale))
+  return (_method, call) => {
+    let timer: NodeJS.Timeout | undefined
+    const clear = (): void => clearTimeout(timer)
+    return new ServerInterceptingCall(
+      call,
+      new ResponderBuilder()
+        .withStart((next) => {
+          timer = setTimeout(() => call.sendStatus({ code: status.DEADLINE_EXCEEDED, details: refusal.details ?? '', metadata: refusal.metadata ?? null }), timeoutMs)
+          next(
+            new ServerListenerBuilder()
+              .withOnReceiveHalfClose((done) => {
+                clear()
+                done()
+              })
+              .withOnCancel(clear)
+              .build(),
+          )
+        })
+        .build(),
+    )
+  }
+}
+
+/** Builds the gRPC server, binds GRPC_PORT (cleartext HTTP/2, or TLS with GRPC_TLS_CERT/KEY) and starts serving. */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
+  const protos = loadServiceProtos()
+  const decisionId = options.decisionId ?? processDecisionIds()
+  const shared = { ...options, decisionId }
+  const server = new Server({
+    'grpc.max_receive_message_length': options.maxReceiveBytes ?? MAX_RECEIVE_BYTES,
+    interceptors: [requestDeadline(options.requestTimeoutMs, options.localizer)],
+  })
+  server.addService(protos.extAuthz, extAuthzService(shared))
+  server.addService(protos.authz, authzService(shared))
+  server.addService(protos.health, healthService({ readiness: options.readiness, services: ['envoy.service.auth.v3.Authorization', 'aps.authz.v1.Authz'] }))
+  const { tls } = options.config
+  const credentials =
+    tls === null
+      ? ServerCredentials.createInsecure()
+      : ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(tls.certPath), private_key: readFileSync(tls.keyPath) }], false)
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${host}:${options.config.port}`, credentials, (error, bound) => (error === null ? resolve(bound) : reject(error)))
+  })
+  return {
+    port,
+    stop: (timeoutMs) =>
+      new Promise<void>((resolve) => {
+        const deadline = setTimeout(() => {
+          server.forceShutdown()
+          resolve()
+        }, timeoutMs)
+        server.tryShutdown(() => {
+          clearTimeout(deadline)
+          resolve()
+        })
+      }),
+  }
+}
