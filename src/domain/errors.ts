@@ -40,6 +40,16 @@ export const errorTable = {
     responseCode: '111',
     meaning: 'a grant, deny or override of a `platform` pair (catalog `scope`: system-owner users only) in a merchant domain or for a merchant user',
   },
+  DUPLICATE_CHANGE: {
+    status: 400,
+    responseCode: '120',
+    meaning: 'apply-permission-changes: a change repeats an earlier one of the list (same kind, holder, domain and pair); `errors` names `changes.<index>`',
+  },
+  CONTRADICTING_CHANGES: {
+    status: 400,
+    responseCode: '121',
+    meaning: 'apply-permission-changes: two changes of the list act on the same holder, domain and pair with different kinds; `errors` names `changes.<index>` of the later one',
+  },
   UNAUTHENTICATED: { status: 401, responseCode: '200', meaning: 'no token' },
   INVALID_TOKEN: {
     status: 401,

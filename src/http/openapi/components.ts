@@ -2,6 +2,7 @@ import type { TSchema } from '@sinclair/typebox'
 import { Account, CreatedAccount, FieldErrorSchema } from '../../schemas/common.js'
 import {
   AccessPreview,
+  AppliedChangesData,
   AuditItem,
   CatalogItem,
   CheckReason,
@@ -24,6 +25,7 @@ import { byCodeUnits } from '../../domain/textOrder.js'
 export const SHARED_SCHEMAS: Readonly<Record<string, TSchema>> = {
   AccessPreview,
   Account,
+  AppliedPermissionChanges: AppliedChangesData,
   AuditEntry: AuditItem,
   CatalogEntry: CatalogItem,
   CheckReason,
