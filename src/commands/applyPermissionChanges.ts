@@ -7,7 +7,11 @@ import type { AccessPreview } from '../engine/preview.js'
 import type { DryRun } from './accessReview.js'
 import { planRoleChange } from './changeRolePermission.js'
 import type { Caller, CommandContext } from './context.js'
-import { previewPlanned, type PlannedChange } from './plannedChange.js'
+import { previewPlanned, type PlannedChange, type WrittenChange } from './plannedChange.js'
+import type { ListSoFar } from './permissionContext.js'
+import type { Queryable } from '../storage/db.js'
+import { deleteRules, insertRules } from '../storage/policyRows.js'
+import { ensureSubRoles } from '../storage/subRoles.js'
 import { planUserChange } from './userOverrides.js'
 
 export interface ChangeInput {
@@ -59,21 +63,21 @@ function assertHoldsKindPermissions(ctx: Pick<CommandContext, 'engine'>, caller:
 }
 
 /** Plans one change with its kind's own planner. */
-function planOne(ctx: CommandContext, caller: Caller, change: ChangeInput, earlier: readonly RuleChange[]): Promise<PlannedChange> {
+function planOne(ctx: CommandContext, caller: Caller, change: ChangeInput, list: ListSoFar): Promise<PlannedChange> {
   const pair = { obj: change.obj, act: change.act, domain: change.domain }
   switch (change.kind) {
     case 'role_grant':
-      return planRoleChange(ctx, caller, change.sub_role ?? '', pair, 'grant', earlier)
+      return planRoleChange(ctx, caller, change.sub_role ?? '', pair, 'grant', list)
     case 'role_deny':
-      return planRoleChange(ctx, caller, change.sub_role ?? '', pair, 'deny', earlier)
+      return planRoleChange(ctx, caller, change.sub_role ?? '', pair, 'deny', list)
     case 'role_revoke':
-      return planRoleChange(ctx, caller, change.sub_role ?? '', pair, 'revoke', earlier)
+      return planRoleChange(ctx, caller, change.sub_role ?? '', pair, 'revoke', list)
     case 'user_grant':
-      return planUserChange(ctx, caller, change.user_id ?? '', { ...pair, expires_at: change.expires_at }, 'allow', earlier)
+      return planUserChange(ctx, caller, change.user_id ?? '', { ...pair, expires_at: change.expires_at }, 'allow', list)
     case 'user_deny':
-      return planUserChange(ctx, caller, change.user_id ?? '', { ...pair, expires_at: change.expires_at }, 'deny', earlier)
+      return planUserChange(ctx, caller, change.user_id ?? '', { ...pair, expires_at: change.expires_at }, 'deny', list)
     case 'user_revoke':
-      return planUserChange(ctx, caller, change.user_id ?? '', pair, null, earlier)
+      return planUserChange(ctx, caller, change.user_id ?? '', pair, null, list)
   }
 }
 
@@ -87,11 +91,12 @@ async function planAll(ctx: CommandContext, caller: Caller, changes: readonly Ch
   const planned: PlannedChange[] = []
   const rowsOfPair = new Map<string, RuleChange[]>()
   const firstOfKey = new Map<string, number>()
+  const domains = new Set<string>()
   for (const [index, change] of changes.entries()) {
     try {
       assertFieldsOfKind(change, index)
       const pairKey = `${change.obj}\u0000${change.act}`
-      const p = await planOne(ctx, caller, change, rowsOfPair.get(pairKey) ?? [])
+      const p = await planOne(ctx, caller, change, { earlier: rowsOfPair.get(pairKey) ?? [], domains })
       const key = `${p.holder}\u0000${p.domain}\u0000${pairKey}`
       const first = firstOfKey.get(key)
       if (first !== undefined) {
@@ -108,6 +113,27 @@ async function planAll(ctx: CommandContext, caller: Caller, changes: readonly Ch
     }
   }
   return planned
+}
+
+/**
+ * Every change's write, in list order: role rows in a few multi-row
+ * statements (no two changes of a list touch one row), overrides one by one
+ * (each reads what it replaces).
+ */
+async function writeAll(tx: Queryable, planned: readonly PlannedChange[]): Promise<WrittenChange[]> {
+  const roleRows = planned.flatMap((p) => (p.roleRow === undefined ? [] : [p.roleRow]))
+  const added = roleRows.filter((r) => !r.remove)
+  await ensureSubRoles(tx, added.map((r) => ({ code: r.rule[0] ?? '', domain: r.rule[1] ?? '' })))
+  const inserted = await insertRules(tx, 'p', added.map((r) => r.rule))
+  const removed = roleRows.filter((r) => r.remove)
+  const deleted = await deleteRules(tx, 'p', removed.map((r) => r.rule))
+  const outcomes = new Map<PlannedChange['roleRow'], boolean>([
+    ...added.map((r, i): [PlannedChange['roleRow'], boolean] => [r, inserted[i] === true]),
+    ...removed.map((r, i): [PlannedChange['roleRow'], boolean] => [r, deleted[i] === true]),
+  ])
+  const written: WrittenChange[] = []
+  for (const p of planned) written.push(p.roleRow === undefined ? await p.write(tx) : p.roleRow.written(outcomes.get(p.roleRow) === true))
+  return written
 }
 
 /**
@@ -129,8 +155,7 @@ export async function applyPermissionChanges(ctx: CommandContext, caller: Caller
     return { revision, changed: results.filter((r) => r.changed).length, results, preview }
   }
   const outcome = await ctx.writes.run(async (tx) => {
-    const written = []
-    for (const p of planned) written.push(await p.write(tx))
+    const written = await writeAll(tx, planned)
     return {
       changed: written.some((w) => w.wrote),
       audit: written.flatMap((w) => w.audit),

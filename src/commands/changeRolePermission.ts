@@ -11,8 +11,8 @@ import { ensureSubRole } from '../storage/subRoles.js'
 import type { DryRun } from './accessReview.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { assertSubRoleKnown } from './subRoles.js'
-import { assertDomainExists, callerStanding, type PairInput, type PermissionChange } from './permissionContext.js'
-import { runPlanned, type PlannedChange } from './plannedChange.js'
+import { assertDomainExists, callerStanding, type ListSoFar, type PairInput, type PermissionChange } from './permissionContext.js'
+import { runPlanned, type PlannedChange, type WrittenChange } from './plannedChange.js'
 import { isRootSubRole } from '../domain/root.js'
 
 export type RoleChange = PermissionChange & { sub_role_code: string; preview?: AccessPreview }
@@ -33,11 +33,11 @@ export async function planRoleChange(
   subRole: string,
   input: PairInput,
   action: RoleAction,
-  earlier: readonly RuleChange[] = [],
+  list?: ListSoFar,
 ): Promise<PlannedChange> {
   const domain = roleDomain(caller.account, input.domain)
-  await assertDomainExists(ctx.db, domain)
-  const standing = callerStanding(ctx, caller, domain, input, earlier)
+  await assertDomainExists(ctx.db, domain, list?.domains)
+  const standing = callerStanding(ctx, caller, domain, input, list?.earlier)
   if (action === 'revoke') {
     // Only the role's allow row is removed: a role's deny is lifted by no command.
     assertMayRevoke(standing)
@@ -50,22 +50,27 @@ export async function planRoleChange(
   const held = ctx.engine.policy.hasPolicy(rule) === true
   const rows: RuleChange[] = action === 'revoke' ? (held ? [{ op: 'remove', rule }] : []) : held ? [] : [{ op: 'add', rule }]
   const pair = { obj: input.obj, act: input.act, domain }
+  const entry = action === 'grant' ? grantEntry : action === 'deny' ? denyEntry : revokeEntry
+  const written = (changed: boolean): WrittenChange => ({
+    changed,
+    wrote: changed,
+    audit: [entry(roleHolder(subRole), pair, actorOf(caller))],
+    changes: [action === 'revoke' ? ruleRemoved('p', rule) : ruleAdded('p', rule)],
+  })
   const write = async (tx: Queryable) => {
-    let changed: boolean
-    if (action === 'revoke') changed = await deleteRule(tx, 'p', rule)
-    else {
-      await ensureSubRole(tx, domain, subRole)
-      changed = await insertRule(tx, 'p', rule)
-    }
-    const entry = action === 'grant' ? grantEntry : action === 'deny' ? denyEntry : revokeEntry
-    return {
-      changed,
-      wrote: changed,
-      audit: [entry(roleHolder(subRole), pair, actorOf(caller))],
-      changes: [action === 'revoke' ? ruleRemoved('p', rule) : ruleAdded('p', rule)],
-    }
+    if (action === 'revoke') return written(await deleteRule(tx, 'p', rule))
+    await ensureSubRole(tx, domain, subRole)
+    return written(await insertRule(tx, 'p', rule))
   }
-  return { ...pair, holder: `role:${subRole}`, rows, wouldChange: rows.length > 0, reach: () => roleReach(ctx.engine, ctx.accounts, subRole, domain), write }
+  return {
+    ...pair,
+    holder: `role:${subRole}`,
+    rows,
+    wouldChange: rows.length > 0,
+    reach: () => roleReach(ctx.engine, ctx.accounts, subRole, domain),
+    write,
+    roleRow: { rule, remove: action === 'revoke', written },
+  }
 }
 
 async function runRoleCommand(ctx: CommandContext, caller: Caller, subRole: string, input: PairInput & DryRun, action: RoleAction): Promise<RoleChange> {

@@ -8,10 +8,17 @@ import type { Caller, CommandContext } from './context.js'
 import { merchantExists } from '../storage/merchants.js'
 import { isRootAccount } from '../domain/root.js'
 
-/** A domain is `global` or the id of a merchant that exists; anything else is answered 404. */
-export async function assertDomainExists(db: Queryable, domain: string): Promise<void> {
-  if (domain === GLOBAL_DOMAIN) return
+/** A domain is `global` or the id of a merchant that exists; anything else is answered 404. `known`: domains found already (a list's changes share a few). */
+export async function assertDomainExists(db: Queryable, domain: string, known?: Set<string>): Promise<void> {
+  if (domain === GLOBAL_DOMAIN || known?.has(domain) === true) return
   if (!(await merchantExists(db, domain))) throw new ServiceError('MERCHANT_NOT_FOUND', { merchant_id: domain })
+  known?.add(domain)
+}
+
+/** What a list's earlier changes left for the next one's checks: their rows of its pair, and the domains found to exist. */
+export interface ListSoFar {
+  earlier: readonly RuleChange[]
+  domains: Set<string>
 }
 
 export interface PairInput {

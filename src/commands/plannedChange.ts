@@ -36,6 +36,11 @@ export interface PlannedChange {
   reach(): Reached[]
   /** Its rows, audit entries and feed changes, in the write's transaction. */
   write(tx: Queryable): Promise<WrittenChange>
+  /**
+   * A role change's one row, for a list to write with the others in
+   * multi-row statements: then `written` says what it did, as `write` would.
+   */
+  roleRow?: { rule: string[]; remove: boolean; written(changed: boolean): WrittenChange }
 }
 
 /** What a dry run answers in place of the write's outcome. */

@@ -11,7 +11,7 @@ import type { Queryable } from '../storage/db.js'
 import { runPlanned, type PlannedChange, type WrittenChange } from './plannedChange.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { overrideExpired } from './sweepExpiredOverrides.js'
-import { assertDomainExists, callerStanding, currentOverride, type PairInput, type PermissionChange } from './permissionContext.js'
+import { assertDomainExists, callerStanding, currentOverride, type ListSoFar, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 import { isRootAccount } from '../domain/root.js'
 
@@ -40,11 +40,17 @@ function expiredParts(write: OverrideWrite, target: Account, domain: string, inp
   return { audit: [audit], changes: [change] }
 }
 
-async function resolveTarget(ctx: CommandContext, caller: Caller, userId: string, requested: string | undefined): Promise<{ target: Account; domain: string }> {
+async function resolveTarget(
+  ctx: CommandContext,
+  caller: Caller,
+  userId: string,
+  requested: string | undefined,
+  knownDomains?: Set<string>,
+): Promise<{ target: Account; domain: string }> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
   const domain = userDomain(caller.account, target, requested)
   assertOverrideDomain(target, domain)
-  await assertDomainExists(ctx.db, domain)
+  await assertDomainExists(ctx.db, domain, knownDomains)
   return { target, domain }
 }
 
@@ -52,8 +58,8 @@ async function resolveTarget(ctx: CommandContext, caller: Caller, userId: string
  * A user override change checked against the rules of its command: the user
  * is in the caller's reach, the domain is one its overrides may name, the
  * caller may make the change. `effect` null: the override is removed
- * (revoke). `earlier`: the rows a list's earlier changes of the same pair
- * add and remove.
+ * (revoke). `list`: what a list's earlier changes left (their rows of the
+ * same pair, the domains found).
  */
 export async function planUserChange(
   ctx: CommandContext,
@@ -61,12 +67,12 @@ export async function planUserChange(
   userId: string,
   input: OverrideInput,
   effect: Effect | null,
-  earlier: readonly RuleChange[] = [],
+  list?: ListSoFar,
 ): Promise<PlannedChange & { target: Account; expiresAt: Date | null }> {
-  const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
+  const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain, list?.domains)
   const expiresAt = effect === null ? null : expiryOf(ctx, input)
   const current = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)
-  const standing = callerStanding(ctx, caller, domain, input, earlier)
+  const standing = callerStanding(ctx, caller, domain, input, list?.earlier)
   const until = expiresAt?.getTime() ?? null
   if (effect === null) assertMayRevoke({ ...standing, liftedDenyUntil: liftedDeny(current, null) })
   else {
