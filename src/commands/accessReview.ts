@@ -2,14 +2,11 @@ import { ServiceError } from '../domain/errors.js'
 import { routePermissions } from '../domain/permissions.js'
 import { canReachAccount, homeDomain, type Account } from '../domain/principals.js'
 import { roleDomain } from '../domain/tenancy.js'
-import type { RuleChange } from '../engine/decisionIndex.js'
 import type { Explanation } from '../engine/explain.js'
 import { holdersPage, type Holder } from '../engine/holders.js'
-import { previewChanges, roleReach, type AccessPreview } from '../engine/preview.js'
-import { currentRevision } from '../storage/revision.js'
 import type { Caller, CommandContext } from './context.js'
 import { DEFAULT_PAGE_SIZE } from './getAuditLog.js'
-import { assertDomainExists, currentOverride, type PairInput } from './permissionContext.js'
+import { assertDomainExists } from './permissionContext.js'
 import { checkSubject, type CheckContext, type CheckQuery, type CheckResult } from './permissionQueries.js'
 
 /** A grant, deny or revoke command's data may ask for a preview instead of the change. */
@@ -81,52 +78,4 @@ export function explainChecks(
     const domain = q.domain ?? home
     return { obj: q.obj, act: q.act, domain, ...ctx.engine.explain(subject, domain, q.obj, q.act) }
   })
-}
-
-/** What a dry run answers in place of the write's outcome. */
-export interface PreviewOutcome {
-  /** Whether the command would change a row. */
-  changed: boolean
-  /** The store's revision now: nothing was written. */
-  revision: number
-  preview: AccessPreview
-}
-
-/**
- * grant- or revoke-role-permission with `dry_run`: the role's allow row in
- * `domain` added or removed, over the users it reaches (see roleReach).
- */
-export async function previewRoleRule(
-  ctx: CommandContext,
-  subRole: string,
-  input: PairInput,
-  domain: string,
-  action: 'grant' | 'revoke',
-): Promise<PreviewOutcome> {
-  const rule = [subRole, domain, input.obj, input.act, 'allow']
-  const held = ctx.engine.policy.hasPolicy(rule) === true
-  const changes: RuleChange[] = action === 'grant' ? (held ? [] : [{ op: 'add', rule }]) : held ? [{ op: 'remove', rule }] : []
-  const preview = previewChanges(ctx.engine, roleReach(ctx.engine, ctx.accounts, subRole, domain), input.obj, input.act, changes)
-  return { changed: changes.length > 0, revision: await currentRevision(ctx.db), preview }
-}
-
-/**
- * grant-, deny- or revoke-user-permission with `dry_run`: the user's
- * override in `domain` set to `effect` (null: removed), over that user in
- * that domain.
- */
-export async function previewUserOverride(
-  ctx: CommandContext,
-  target: Account,
-  input: PairInput,
-  domain: string,
-  effect: 'allow' | 'deny' | null,
-): Promise<PreviewOutcome> {
-  const row = (eft: string) => [target.id, domain, input.obj, input.act, eft]
-  const previous = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)?.effect ?? null
-  const changes: RuleChange[] = []
-  if (previous !== null && previous !== effect) changes.push({ op: 'remove', rule: row(previous) })
-  if (effect !== null && previous !== effect) changes.push({ op: 'add', rule: row(effect) })
-  const preview = previewChanges(ctx.engine, [{ account: target, domain }], input.obj, input.act, changes)
-  return { changed: changes.length > 0, revision: await currentRevision(ctx.db), preview }
 }

@@ -5,10 +5,13 @@ import { ServiceError } from '../domain/errors.js'
 import { overrideSetEntry, revokeEntry, userHolder, type AuditEntry } from '../domain/audit.js'
 import { deleteOverride, setOverride, type Effect, type OverrideWrite } from '../storage/overrides.js'
 import type { AccessPreview } from '../engine/preview.js'
-import { previewUserOverride, type DryRun } from './accessReview.js'
+import type { DryRun } from './accessReview.js'
+import type { RuleChange } from '../engine/decisionIndex.js'
+import type { Queryable } from '../storage/db.js'
+import { runPlanned, type PlannedChange, type WrittenChange } from './plannedChange.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { overrideExpired } from './sweepExpiredOverrides.js'
-import { assertDomainExists, callerStanding, currentOverride, type PairInput, type PermissionChange } from './permissionContext.js'
+import { assertDomainExists, callerStanding, currentOverride, type ListSoFar, type PairInput, type PermissionChange } from './permissionContext.js'
 import { ruleAdded, ruleRemoved, type StoreChange } from '../domain/changes.js'
 import { isRootAccount } from '../domain/root.js'
 
@@ -37,12 +40,93 @@ function expiredParts(write: OverrideWrite, target: Account, domain: string, inp
   return { audit: [audit], changes: [change] }
 }
 
-async function resolveTarget(ctx: CommandContext, caller: Caller, userId: string, requested: string | undefined): Promise<{ target: Account; domain: string }> {
+async function resolveTarget(
+  ctx: CommandContext,
+  caller: Caller,
+  userId: string,
+  requested: string | undefined,
+  knownDomains?: Set<string>,
+): Promise<{ target: Account; domain: string }> {
   const target = assertReachable(caller.account, await ctx.accounts.get(userId))
   const domain = userDomain(caller.account, target, requested)
   assertOverrideDomain(target, domain)
-  await assertDomainExists(ctx.db, domain)
+  await assertDomainExists(ctx.db, domain, knownDomains)
   return { target, domain }
+}
+
+/**
+ * A user override change checked against the rules of its command: the user
+ * is in the caller's reach, the domain is one its overrides may name, the
+ * caller may make the change. `effect` null: the override is removed
+ * (revoke). `list`: what a list's earlier changes left (their rows of the
+ * same pair, the domains found).
+ */
+export async function planUserChange(
+  ctx: CommandContext,
+  caller: Caller,
+  userId: string,
+  input: OverrideInput,
+  effect: Effect | null,
+  list?: ListSoFar,
+): Promise<PlannedChange & { target: Account; expiresAt: Date | null }> {
+  const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain, list?.domains)
+  const expiresAt = effect === null ? null : expiryOf(ctx, input)
+  const current = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)
+  const standing = callerStanding(ctx, caller, domain, input, list?.earlier)
+  const until = expiresAt?.getTime() ?? null
+  if (effect === null) assertMayRevoke({ ...standing, liftedDenyUntil: liftedDeny(current, null) })
+  else {
+    assertMayGrant({
+      ...standing,
+      expiresAt: until,
+      targetIsRoot: isRootAccount(ctx.engine, target),
+      targetIsMerchantUser: target.principal_type === 'merchant',
+      targetRole: target.sub_role_code,
+      liftedDenyUntil: liftedDeny(current, { effect, expiresAt: until }),
+    })
+  }
+  const row = (eft: string) => [target.id, domain, input.obj, input.act, eft]
+  const previous = current?.effect ?? null
+  const rows: RuleChange[] = []
+  if (previous !== null && previous !== effect) rows.push({ op: 'remove', rule: row(previous) })
+  if (effect !== null && previous !== effect) rows.push({ op: 'add', rule: row(effect) })
+  // The same effect with another expiry is still a change, though no decision moves.
+  const sameExpiry = effect === null || ctx.engine.overrideExpiresAt(target.id, domain, input.obj, input.act) === until
+  const pair = { obj: input.obj, act: input.act, domain }
+  const key = { user_id: target.id, ...pair }
+  const write = async (tx: Queryable): Promise<WrittenChange> => {
+    const now = new Date(ctx.clock.now())
+    if (effect === null) {
+      const written = await deleteOverride(tx, key, now)
+      const expired = expiredParts(written, target, domain, input)
+      const gone = written.previous
+      return {
+        changed: gone !== null,
+        // An expired row cleared on the way is written (with its own entry), but the revoke itself changed nothing.
+        wrote: gone !== null || written.expired !== null,
+        audit: [...expired.audit, ...(gone === null ? [] : [revokeEntry(userHolder(target), pair, actorOf(caller))])],
+        changes: [...expired.changes, ...(gone === null ? [] : [ruleRemoved('p', row(gone.effect))])],
+      }
+    }
+    const written = await setOverride(tx, { ...key, effect, expires_at: expiresAt }, caller.account.id, now)
+    const { previous: was } = written
+    const expired = expiredParts(written, target, domain, input)
+    const changes: StoreChange[] = [...expired.changes]
+    if (was !== null && was.effect !== effect) changes.push(ruleRemoved('p', row(was.effect)))
+    changes.push(ruleAdded('p', row(effect), expiresAt))
+    const changed = was === null || was.effect !== effect || was.expires_at?.getTime() !== expiresAt?.getTime()
+    return { changed, wrote: changed, audit: [...expired.audit, overrideSetEntry(effect, userHolder(target), pair, actorOf(caller))], changes }
+  }
+  return {
+    ...pair,
+    holder: `user:${target.id}`,
+    rows,
+    wouldChange: rows.length > 0 || !sameExpiry,
+    reach: () => [{ account: target, domain }],
+    write,
+    target,
+    expiresAt,
+  }
 }
 
 /**
@@ -56,72 +140,14 @@ export async function setUserPermission(
   input: OverrideInput & DryRun,
   effect: Effect,
 ): Promise<UserChange> {
-  const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
-  const expiresAt = expiryOf(ctx, input)
-  const current = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)
-  assertMayGrant({
-    ...callerStanding(ctx, caller, domain, input),
-    expiresAt: expiresAt?.getTime() ?? null,
-    targetIsRoot: isRootAccount(ctx.engine, target),
-    targetIsMerchantUser: target.principal_type === 'merchant',
-    targetRole: target.sub_role_code,
-    liftedDenyUntil: liftedDeny(current, { effect, expiresAt: expiresAt?.getTime() ?? null }),
-  })
-  if (input.dry_run === true) {
-    const { changed, revision, preview } = await previewUserOverride(ctx, target, input, domain, effect)
-    // The same effect with another expiry is still a change, though no decision moves.
-    const sameExpiry = ctx.engine.overrideExpiresAt(target.id, domain, input.obj, input.act) === (expiresAt?.getTime() ?? null)
-    return { changed: changed || !sameExpiry, revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect, expires_at: expiresAt?.toISOString() ?? null, preview }
-  }
-  const key = { user_id: target.id, domain, obj: input.obj, act: input.act }
-  const outcome = await ctx.writes.run(async (tx) => {
-    const write = await setOverride(tx, { ...key, effect, expires_at: expiresAt }, caller.account.id, new Date(ctx.clock.now()))
-    const { previous } = write
-    const expired = expiredParts(write, target, domain, input)
-    const changes: StoreChange[] = [...expired.changes]
-    if (previous !== null && previous.effect !== effect) changes.push(ruleRemoved('p', [target.id, domain, input.obj, input.act, previous.effect]))
-    changes.push(ruleAdded('p', [target.id, domain, input.obj, input.act, effect], expiresAt))
-    const changed = previous === null || previous.effect !== effect || previous.expires_at?.getTime() !== expiresAt?.getTime()
-    return {
-      changed,
-      audit: [...expired.audit, overrideSetEntry(effect, userHolder(target), { obj: input.obj, act: input.act, domain }, actorOf(caller))],
-      changes,
-      result: null,
-    }
-  })
-  return {
-    changed: outcome.changed,
-    revision: outcome.revision,
-    user_id: target.id,
-    obj: input.obj,
-    act: input.act,
-    domain,
-    effect,
-    expires_at: expiresAt?.toISOString() ?? null,
-  }
+  const planned = await planUserChange(ctx, caller, userId, input, effect)
+  const outcome = await runPlanned(ctx, planned, input.dry_run)
+  return { ...outcome, user_id: planned.target.id, obj: input.obj, act: input.act, domain: planned.domain, effect, expires_at: planned.expiresAt?.toISOString() ?? null }
 }
 
 /** revoke-user-permission: removes the user's override for the pair, allow or deny; role grants stay. */
 export async function revokeUserPermission(ctx: CommandContext, caller: Caller, userId: string, input: PairInput & DryRun): Promise<UserChange> {
-  const { target, domain } = await resolveTarget(ctx, caller, userId, input.domain)
-  const current = currentOverride(ctx.engine, target.id, domain, input.obj, input.act)
-  assertMayRevoke({ ...callerStanding(ctx, caller, domain, input), liftedDenyUntil: liftedDeny(current, null) })
-  if (input.dry_run === true) {
-    const { changed, revision, preview } = await previewUserOverride(ctx, target, input, domain, null)
-    return { changed, revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect: null, expires_at: null, preview }
-  }
-  const outcome = await ctx.writes.run(async (tx) => {
-    const write = await deleteOverride(tx, { user_id: target.id, domain, obj: input.obj, act: input.act }, new Date(ctx.clock.now()))
-    const { previous } = write
-    const expired = expiredParts(write, target, domain, input)
-    const revoked = previous === null ? [] : [revokeEntry(userHolder(target), { obj: input.obj, act: input.act, domain }, actorOf(caller))]
-    return {
-      // An expired row cleared on the way is written (with its own entry), but the revoke itself changed nothing.
-      changed: previous !== null || write.expired !== null,
-      audit: [...expired.audit, ...revoked],
-      changes: [...expired.changes, ...(previous === null ? [] : [ruleRemoved('p', [target.id, domain, input.obj, input.act, previous.effect])])],
-      result: previous !== null,
-    }
-  })
-  return { changed: outcome.result, revision: outcome.revision, user_id: target.id, obj: input.obj, act: input.act, domain, effect: null, expires_at: null }
+  const planned = await planUserChange(ctx, caller, userId, input, null)
+  const outcome = await runPlanned(ctx, planned, input.dry_run)
+  return { ...outcome, user_id: planned.target.id, obj: input.obj, act: input.act, domain: planned.domain, effect: null, expires_at: null }
 }

@@ -46,6 +46,16 @@ export const errorTable = {
     meaning: '`after` is not a revision of this store (not decimal digits, or past its current revision)',
   },
   CHANGE_EVENT_ID_INVALID: { status: 400, responseCode: '123', meaning: '`Last-Event-ID` is not `<revision>.<index>` of a revision of this store' },
+  DUPLICATE_CHANGE: {
+    status: 400,
+    responseCode: '120',
+    meaning: 'apply-permission-changes: a change repeats an earlier one of the list (same kind, holder, domain and pair); `errors` names `changes.<index>`',
+  },
+  CONTRADICTING_CHANGES: {
+    status: 400,
+    responseCode: '121',
+    meaning: 'apply-permission-changes: two changes of the list act on the same holder, domain and pair with different kinds; `errors` names `changes.<index>` of the later one',
+  },
   UNAUTHENTICATED: { status: 401, responseCode: '200', meaning: 'no token' },
   INVALID_TOKEN: {
     status: 401,

@@ -47,6 +47,11 @@ export function roleReach(engine: PermissionEngine, accounts: Pick<AccountSource
  * decision of the pair goes from false to true gain it, from true to false lose it.
  */
 export function previewChanges(engine: PermissionEngine, reached: readonly Reached[], obj: string, act: string, changes: readonly RuleChange[]): AccessPreview {
+  return mergePreviews([previewUsers(engine, reached, obj, act, changes)])
+}
+
+/** previewChanges' users, every one of them (not yet counted or sampled). */
+export function previewUsers(engine: PermissionEngine, reached: readonly Reached[], obj: string, act: string, changes: readonly RuleChange[]): PreviewUser[] {
   const changed = new Map<string, PreviewUser>()
   if (changes.length > 0) {
     for (const { account, domain } of reached) {
@@ -60,7 +65,23 @@ export function previewChanges(engine: PermissionEngine, reached: readonly Reach
       ;(before ? user.loses : user.gains).push({ obj, act, domain })
     }
   }
-  const users = [...changed.values()]
+  return [...changed.values()]
+}
+
+/** One preview of the users of several pairs' previews: a user's gains and losses joined, counted once, sampled by e-mail. */
+export function mergePreviews(parts: ReadonlyArray<readonly PreviewUser[]>): AccessPreview {
+  const byId = new Map<string, PreviewUser>()
+  for (const part of parts) {
+    for (const u of part) {
+      const seen = byId.get(u.user_id)
+      if (seen === undefined) byId.set(u.user_id, { ...u, gains: [...u.gains], loses: [...u.loses] })
+      else {
+        seen.gains.push(...u.gains)
+        seen.loses.push(...u.loses)
+      }
+    }
+  }
+  const users = [...byId.values()]
   users.sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : a.user_id < b.user_id ? -1 : 1))
   return {
     users_gaining: users.filter((u) => u.gains.length > 0).length,

@@ -16,6 +16,15 @@ export const JSON_BODY_BOUNDS = {
   maxStringBytes: 4096,
 } as const
 
+export type JsonBodyBounds = { readonly [K in keyof typeof JSON_BODY_BOUNDS]: number }
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route whose largest valid body is past JSON_BODY_BOUNDS (a list of a thousand changes) names its own. */
+    bodyBounds?: JsonBodyBounds
+  }
+}
+
 type Exceeded = 'too_many_values' | 'too_deep' | 'string_too_long'
 
 const QUOTE = 0x22
@@ -40,9 +49,11 @@ export class JsonShape {
   private values = 0
   private stringBytes = 0
 
+  constructor(private readonly bounds: JsonBodyBounds = JSON_BODY_BOUNDS) {}
+
   /** The bound this chunk takes the text past, or null. */
   feed(chunk: Uint8Array): Exceeded | null {
-    const { maxValues, maxDepth, maxStringBytes } = JSON_BODY_BOUNDS
+    const { maxValues, maxDepth, maxStringBytes } = this.bounds
     // Locals, not fields, in the loop: it runs once per byte of every body.
     let { inString, escaped, depth, values, stringBytes } = this
     let exceeded: Exceeded | null = null
@@ -95,7 +106,7 @@ type StringParser = (request: FastifyRequest, body: string, done: Done) => void
  * (the route's body limit, the Content-Length checked), follows its shape
  * as each chunk arrives, and hands the text to Fastify's JSON parser (which
  * refuses `__proto__` and `constructor` keys) only when it fits
- * JSON_BODY_BOUNDS. A body past them is a 400 `100` naming `body`; the rest
+ * JSON_BODY_BOUNDS (or the route's `bodyBounds`). A body past them is a 400 `100` naming `body`; the rest
  * of it is not read into memory.
  */
 export function boundedJsonParser(parse: StringParser) {
@@ -106,7 +117,7 @@ export function boundedJsonParser(parse: StringParser) {
       done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE())
       return
     }
-    const shape = new JsonShape()
+    const shape = new JsonShape(request.routeOptions.config.bodyBounds)
     const chunks: Buffer[] = []
     let received = 0
     const finish = (error: Error | null, text?: string) => {

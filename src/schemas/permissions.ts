@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import { AUDIT_TARGET_TYPES, type AuditTargetType } from '../domain/audit.js'
 import { REASON_KINDS } from '../engine/explain.js'
-import { Act, CommandBody, Domain, Obj, Paging, PlainText, ReadQuery } from './common.js'
+import { CHANGE_KINDS, MAX_CHANGES_PER_CALL } from '../domain/permissionChanges.js'
+import { Act, CommandBody, Domain, Obj, Paging, PlainText, ReadQuery, SubRoleCode, UserId } from './common.js'
 
 export const PairData = Type.Object(
   {
@@ -21,6 +22,35 @@ export const OverrideData = Type.Composite([PairData, Type.Object({ expires_at: 
   additionalProperties: false,
 })
 export const overrideCommand = (name: string) => CommandBody(name, OverrideData, { ...pairExample, expires_at: '2030-01-31T18:00:00Z' })
+
+/** One change of apply-permission-changes: a role kind names `sub_role`, a user kind `user_id`; only user grants and denies take `expires_at`. */
+export const PermissionChangeItem = Type.Object(
+  {
+    kind: Type.Union(CHANGE_KINDS.map((k) => Type.Literal(k))),
+    sub_role: Type.Optional(SubRoleCode),
+    user_id: Type.Optional(UserId),
+    obj: Obj,
+    act: Act,
+    domain: Type.Optional(Domain),
+    expires_at: Type.Optional(Type.String({ format: 'date-time', maxLength: 40 })),
+  },
+  { additionalProperties: false },
+)
+
+export const ApplyChangesData = Type.Object(
+  {
+    changes: Type.Array(PermissionChangeItem, { minItems: 1, maxItems: MAX_CHANGES_PER_CALL }),
+    dry_run: Type.Optional(Type.Boolean({ description: "Preview only: the same checks, nothing written or audited, `preview` says who gains or loses what by the whole list's net effect" })),
+  },
+  { additionalProperties: false },
+)
+
+export const applyChangesCommand = CommandBody('apply-permission-changes', ApplyChangesData, {
+  changes: [
+    { kind: 'role_grant', sub_role: 'support_agent', obj: 'orders', act: 'refund', domain: 'm-1001' },
+    { kind: 'user_deny', user_id: '3f0c4b7e-9a3b-4c7e-9d2a-1b2c3d4e5f60', obj: 'orders', act: 'refund', expires_at: '2030-01-31T18:00:00Z' },
+  ],
+})
 
 const PairInDomain = Type.Object({ obj: Type.String(), act: Type.String(), domain: Type.String() })
 
@@ -54,6 +84,15 @@ export const UserChangeData = Type.Object({
   effect: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Null()]),
   /** When the override stops counting; null when it does not expire (or after a revoke). */
   expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  preview: Type.Optional(AccessPreview),
+})
+
+export const AppliedChangesData = Type.Object({
+  /** The revision the whole list made (the current one for a dry run, or when nothing changed). */
+  revision: Type.Integer(),
+  /** How many changes altered anything. */
+  changed: Type.Integer(),
+  results: Type.Array(Type.Object({ index: Type.Integer(), changed: Type.Boolean() }), { maxItems: MAX_CHANGES_PER_CALL }),
   preview: Type.Optional(AccessPreview),
 })
 

@@ -29,6 +29,57 @@ export async function deleteRule(tx: Queryable, ptype: PolicyType, values: reado
   return rowCount > 0
 }
 
+/** Rows per statement of a multi-row write: well under PostgreSQL's parameter and message limits. */
+const ROWS_PER_STATEMENT = 5000
+
+/** `rows` as six text arrays, v0…v5, for unnest. */
+function columnsOf(rows: readonly (readonly string[])[]): string[][] {
+  const columns: string[][] = Array.from({ length: FIELD_COUNT }, () => [])
+  for (const row of rows) for (const [i, value] of padded(row).entries()) (columns[i] as string[]).push(value)
+  return columns
+}
+
+const keyOf = (fields: readonly string[]): string => padded(fields).join('\u0000')
+
+/**
+ * insertRule for many rules, ROWS_PER_STATEMENT per statement (INSERT ...
+ * SELECT FROM unnest): for each rule, in order, whether it was inserted
+ * (false when it was already stored or repeated).
+ */
+export async function insertRules(tx: Queryable, ptype: PolicyType, rules: readonly (readonly string[])[]): Promise<boolean[]> {
+  return writeRules(
+    tx,
+    rules,
+    `INSERT INTO casbin_rule (ptype, v0, v1, v2, v3, v4, v5)
+     SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+     ON CONFLICT (ptype, v0, v1, v2, v3, v4, v5) DO NOTHING
+     RETURNING v0, v1, v2, v3, v4, v5`,
+    ptype,
+  )
+}
+
+/** deleteRule for many rules, ROWS_PER_STATEMENT per statement: for each rule, in order, whether it was stored and is now gone. */
+export async function deleteRules(tx: Queryable, ptype: PolicyType, rules: readonly (readonly string[])[]): Promise<boolean[]> {
+  return writeRules(
+    tx,
+    rules,
+    `DELETE FROM casbin_rule r USING unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u(v0, v1, v2, v3, v4, v5)
+     WHERE r.ptype = $1 AND r.v0 = u.v0 AND r.v1 = u.v1 AND r.v2 = u.v2 AND r.v3 = u.v3 AND r.v4 = u.v4 AND r.v5 = u.v5
+     RETURNING r.v0, r.v1, r.v2, r.v3, r.v4, r.v5`,
+    ptype,
+  )
+}
+
+/** Runs a multi-row statement over `rules` in parts; a rule counts once, at its first place in the list. */
+async function writeRules(tx: Queryable, rules: readonly (readonly string[])[], sql: string, ptype: PolicyType): Promise<boolean[]> {
+  const done = new Set<string>()
+  for (let start = 0; start < rules.length; start += ROWS_PER_STATEMENT) {
+    const { rows } = await tx.query<Record<'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5', string>>(sql, [ptype, ...columnsOf(rules.slice(start, start + ROWS_PER_STATEMENT))])
+    for (const r of rows) done.add(keyOf([r.v0, r.v1, r.v2, r.v3, r.v4, r.v5]))
+  }
+  return rules.map((rule) => done.delete(keyOf(rule)))
+}
+
 export interface RuleRow {
   ptype: string
   fields: string[]

@@ -31,6 +31,18 @@ export async function ensureSubRole(q: Queryable, domain: string, code: string):
   )
 }
 
+/** ensureSubRole for many (domain, code) pairs in one statement. */
+export async function ensureSubRoles(q: Queryable, pairs: ReadonlyArray<{ domain: string; code: string }>): Promise<void> {
+  if (pairs.length === 0) return
+  await q.query(
+    `INSERT INTO sub_roles (domain, code)
+     SELECT DISTINCT u.domain, u.code FROM unnest($1::text[], $2::text[]) AS u(domain, code)
+      WHERE NOT EXISTS (SELECT 1 FROM sub_roles s WHERE s.code = u.code AND s.domain IN (u.domain, 'global'))
+     ON CONFLICT (domain, code) DO NOTHING`,
+    [pairs.map((p) => p.domain), pairs.map((p) => p.code)],
+  )
+}
+
 /** Every stored sub-role (of every domain), with its root flag: what the engine loads. */
 export async function listSubRoles(q: Queryable): Promise<SubRole[]> {
   const { rows } = await q.query<SubRole>('SELECT domain, code, is_root FROM sub_roles ORDER BY domain, code')

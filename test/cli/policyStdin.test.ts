@@ -1,5 +1,5 @@
 /**
- * `policy import --file /dev/stdin`: the 8 MiB cap is counted while reading,
+ * `policy import --file /dev/stdin`: the size cap is counted while reading,
  * so a pipe (whose size nobody knows beforehand) is refused as soon as it
  * passes the cap, and a policy under it is read.
  */

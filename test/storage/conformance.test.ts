@@ -6,7 +6,7 @@ import { ruleAdded } from '../../src/domain/changes.js'
 import { loginLimits } from '../../src/domain/loginLimits.js'
 import type { Account } from '../../src/domain/principals.js'
 import * as accounts from '../../src/storage/accounts.js'
-import { auditHead, insertAudit, iterateAuditChain, listAudit } from '../../src/storage/audit.js'
+import { auditHead, insertAudit, insertAudits, iterateAuditChain, listAudit } from '../../src/storage/audit.js'
 import { insertCatalogEntry, listCatalog, updateCatalogEntry } from '../../src/storage/catalog.js'
 import { readChangesAfter, recordChange, writeCommitted } from '../../src/storage/changes.js'
 import type { Database } from '../../src/storage/db.js'
@@ -17,9 +17,9 @@ import { migrate } from '../../src/storage/migrate.js'
 import { deleteOverride, iterateOverrides, setOverride, sweepExpiredOverrides } from '../../src/storage/overrides.js'
 import { openPostgres } from '../../src/storage/pg.js'
 import { openPGlite } from '../../src/storage/pglite.js'
-import { deleteRule, insertRule, iterateRules } from '../../src/storage/policyRows.js'
+import { deleteRule, deleteRules, insertRule, insertRules, iterateRules } from '../../src/storage/policyRows.js'
 import { bumpRevision, currentRevision } from '../../src/storage/revision.js'
-import { ensureSubRole, insertSubRole, listDomainSubRoles, listSubRoles, subRoleKnownIn } from '../../src/storage/subRoles.js'
+import { ensureSubRole, ensureSubRoles, insertSubRole, listDomainSubRoles, listSubRoles, subRoleKnownIn } from '../../src/storage/subRoles.js'
 import { postgresUrl } from '../helper.js'
 
 /**
@@ -378,6 +378,40 @@ for (const backend of backends) {
       const verifier = new ChainVerifier()
       for await (const row of iterateAuditChain(db, 2)) t.equal(verifier.push(row), null, `row ${row.id} chains`)
       t.equal(verifier.finish(await auditHead(db)), null, 'the head is the last row')
+    })
+
+    t.test('audit in many rows: one chain with the single inserts, ids ascending, the head moved once', async (t) => {
+      const target = unique('m')
+      await db.transaction(async (tx) => {
+        await insertAudit(tx, entry(target, { act: 'first' }))
+        await insertAudits(tx, ['a', 'b', 'c', 'd'].map((act) => entry(target, { act, actor: { id: 'system', type: 'system', ip: act === 'b' ? '192.0.2.2' : null } })))
+        await insertAudits(tx, [])
+        await insertAudit(tx, entry(target, { act: 'last' }))
+      })
+      const list = await listAudit(db, { target_id: target }, 1, 10)
+      t.same(list.items.map((i) => [i.act, i.ip]).reverse(), [['first', null], ['a', null], ['b', '192.0.2.2'], ['c', null], ['d', null], ['last', null]], 'in order, ids ascending')
+      const verifier = new ChainVerifier()
+      for await (const row of iterateAuditChain(db, 3)) t.equal(verifier.push(row), null, `row ${row.id} chains`)
+      t.equal(verifier.finish(await auditHead(db)), null, 'the head is the last row')
+    })
+
+    t.test('policy rows in many rows: inserted and deleted in one statement each, each reported', async (t) => {
+      const role = unique('r')
+      const rule = (act: string) => [role, 'global', 'orders', act, 'allow']
+      await insertRule(db, 'p', rule('read'))
+      t.same(await insertRules(db, 'p', [rule('read'), rule('write'), rule('delete'), rule('write')]), [false, true, true, false], 'stored already, new, new, repeated')
+      t.same(await insertRules(db, 'p', []), [])
+      t.same(await deleteRules(db, 'p', [rule('write'), rule('cancel'), rule('read')]), [true, false, true])
+      const left = []
+      for await (const r of iterateRules(db)) if (r.fields[0] === role) left.push(r.fields[3])
+      t.same(left, ['delete'])
+      await ensureSubRoles(db, [
+        { domain: 'global', code: role },
+        { domain: 'global', code: role },
+        { domain: 'global', code: `${role}_b` },
+      ])
+      const codes = (await listSubRoles(db)).filter((r) => r.code.startsWith(role)).map((r) => `${r.domain}/${r.code}`)
+      t.same(codes.sort(), [`global/${role}`, `global/${role}_b`], 'each sub-role made once')
     })
 
     t.test('login failures: counted per address and /64, a success forgets its attempt, a clear forgets all', async (t) => {

@@ -3,6 +3,7 @@ import { Account, CreatedAccount, FieldErrorSchema } from '../../schemas/common.
 import { ChangeItem } from '../../schemas/changes.js'
 import {
   AccessPreview,
+  AppliedChangesData,
   AuditItem,
   CatalogItem,
   CheckReason,
@@ -25,6 +26,7 @@ import { byCodeUnits } from '../../domain/textOrder.js'
 export const SHARED_SCHEMAS: Readonly<Record<string, TSchema>> = {
   AccessPreview,
   Account,
+  AppliedPermissionChanges: AppliedChangesData,
   AuditEntry: AuditItem,
   CatalogEntry: CatalogItem,
   ChangeItem,

@@ -246,6 +246,36 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
         'a non-root caller may only revoke what it holds itself in that domain, and lift a deny only if the deny would have stopped counting by the time its own holding ends',
     },
   },
+  'POST /v2/admin/permissions/changes': {
+    operationId: 'apply-permission-changes',
+    summary: 'Apply up to 1,000 grants, denies and revokes of roles and users, all or none, in one revision.',
+    description:
+      "Each change is `{kind, sub_role | user_id, obj, act, domain?, expires_at?}` with `kind` one of `role_grant`, `role_deny`, `role_revoke`, `user_grant`, `user_deny`, `user_revoke`, and follows exactly the rules of its single command (its domain default, tenancy, escalation, catalog, expiry), judged as if the changes before it in the list had been written. " +
+      'A role kind names `sub_role`, a user kind `user_id`; only `user_grant` and `user_deny` take `expires_at`. `role_deny` adds the role\'s deny row (as a grant, never to a root sub-role); `role_revoke` removes its allow row only. ' +
+      'The call needs, in the caller\'s home domain, what each kind present needs on its own route: `permission:assign` for grants and denies, `permission:revoke` for revokes (one of them gets it past the guard). ' +
+      'The first refusal answers with its own code, and `errors` names `changes.<index>` (or `changes.<index>.<field>` for a field the kind does not take or needs); nothing is written. ' +
+      'Two changes of the same holder, domain and pair are refused: `120` when they are the same kind, `121` otherwise. ' +
+      'Each change that alters anything is audited as its own entry; the whole list makes one revision. With `dry_run: true` the same checks run, nothing is written, and `preview` gives the net effect of the whole list (who gains and who loses which pair).',
+    returns: 'the revision, how many changes altered anything, and each change\'s `changed` by index (a dry run adds `preview`)',
+    data: 'AppliedPermissionChanges',
+    errors: [
+      'DUPLICATE_CHANGE',
+      'CONTRADICTING_CHANGES',
+      'USER_NOT_FOUND',
+      'OVERRIDE_OUTSIDE_HOME_DOMAIN',
+      'MERCHANT_NOT_FOUND',
+      'SUB_ROLE_NOT_FOUND',
+      'PERMISSION_NOT_IN_CATALOG',
+      'PLATFORM_PERMISSION_IN_MERCHANT',
+      'ROOT_ROLE_NOT_GRANTABLE',
+      'EXPIRY_NOT_IN_FUTURE',
+      'PRIVILEGE_ESCALATION',
+    ],
+    notes: {
+      PERMISSION_DENIED: 'the caller lacks `permission:assign` (a grant or deny in the list) or `permission:revoke` (a revoke in the list) in its home domain',
+      VALIDATION_FAILED: 'the body is not valid (more than 1,000 changes names `changes`), or a change names a field its kind does not take (`changes.<index>.<field>`)',
+    },
+  },
   'GET /v2/admin/permissions/catalog': {
     operationId: 'get-permission-catalog',
     summary: 'List the permission catalog.',

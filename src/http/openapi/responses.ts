@@ -50,7 +50,7 @@ export function routeErrors(route: Pick<RouteOptions, 'method' | 'url' | 'config
   // An account not in this server's memory yet is read from the store while authenticating.
   errors.push('UNAUTHENTICATED', 'INVALID_TOKEN', 'TOKEN_EXPIRED', 'SESSION_ENDED', 'STORAGE_UNAVAILABLE')
   if (config.principalTypes !== undefined) errors.push('PRINCIPAL_TYPE_DENIED')
-  if (config.permission !== undefined) errors.push('PERMISSION_DENIED')
+  if (config.permission !== undefined || config.anyPermission !== undefined) errors.push('PERMISSION_DENIED')
   const revision = revisionChecks(route)
   if (revision.failClosed) errors.push('POLICY_STALE')
   if (revision.minRevisionFromQuery || revision.minRevisionFromBody) errors.push('REVISION_NOT_REACHED')

@@ -10,6 +10,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The permission the route requires, checked in the caller's home domain. */
     permission?: PermissionDeclaration
+    /** A route whose body says which permissions it needs: the caller must hold one of these to get past the guard, the command checks the rest. */
+    anyPermission?: readonly PermissionDeclaration[]
     /** Principal types allowed at all (e.g. only system owners onboard merchants). */
     principalTypes?: readonly PrincipalType[]
   }
@@ -24,8 +26,8 @@ const authorizationPlugin: FastifyPluginAsync<{ engine: PermissionEngine }> = as
   // Each route gets its own guard when it is declared, with its permission
   // already read; routes that declare nothing get no guard.
   app.addHook('onRoute', (route) => {
-    const { permission, principalTypes } = route.config ?? {}
-    if (route.config?.public === true || (permission === undefined && principalTypes === undefined)) return
+    const { permission, principalTypes, anyPermission } = route.config ?? {}
+    if (route.config?.public === true || (permission === undefined && principalTypes === undefined && anyPermission === undefined)) return
     const guard = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
       const account = request.caller?.account
       if (account === undefined) return done(new ServiceError('UNAUTHENTICATED'))
@@ -34,6 +36,9 @@ const authorizationPlugin: FastifyPluginAsync<{ engine: PermissionEngine }> = as
       }
       if (permission !== undefined && !engine.decide(account, homeDomain(account), permission.obj, permission.act)) {
         return done(new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) }))
+      }
+      if (anyPermission !== undefined && !anyPermission.some((p) => engine.decide(account, homeDomain(account), p.obj, p.act))) {
+        return done(new ServiceError('PERMISSION_DENIED', { permission: anyPermission.map(permissionName).join(' | ') }))
       }
       done()
     }

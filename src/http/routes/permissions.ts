@@ -6,12 +6,17 @@ import { grantRolePermission, revokeRolePermission } from '../../commands/change
 import { getAuditLog } from '../../commands/getAuditLog.js'
 import { getCatalog, getRolePermissions, getUserPermissions } from '../../commands/permissionQueries.js'
 import { revokeUserPermission, setUserPermission } from '../../commands/userOverrides.js'
+import { applyPermissionChanges } from '../../commands/applyPermissionChanges.js'
+import { BULK_ROUTE_PERMISSIONS, MAX_CHANGES_PER_CALL } from '../../domain/permissionChanges.js'
+import { JSON_BODY_BOUNDS } from '../jsonBody.js'
 import { routePermissions } from '../../domain/permissions.js'
 import { success } from '../envelope.js'
 import { localisedPermissions } from '../../i18n/index.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Domain, Lang, ReadQuery, SubRoleCode, UserId, bearer, responses } from '../../schemas/common.js'
 import {
+  AppliedChangesData,
+  applyChangesCommand,
   AuditItem,
   AuditQuery,
   CatalogItem,
@@ -29,6 +34,8 @@ const RoleParams = Type.Object({ subRoleCode: SubRoleCode })
 const UserParams = Type.Object({ userId: UserId })
 const LangQuery = Type.Object({ lang: Lang })
 const DomainQuery = ReadQuery({ domain: Type.Optional(Domain) })
+/** A full list: each change is an object of at most seven members (eight values), besides the envelope. */
+const BULK_BODY_BOUNDS = { ...JSON_BODY_BOUNDS, maxValues: JSON_BODY_BOUNDS.maxValues + 9 * MAX_CHANGES_PER_CALL }
 
 export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
   const roleCommand = (name: string) => ({
@@ -72,6 +79,22 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
     '/v2/admin/permissions/users/:userId/revoke',
     { config: { permission: routePermissions.permissionRevoke }, schema: userCommand('revoke-user-permission') },
     async (request) => success(await revokeUserPermission(ctx, callerOf(request), request.params.userId, request.body.data)),
+  )
+
+  app.post(
+    '/v2/admin/permissions/changes',
+    {
+      // The body says which permissions the call needs (each kind's own route's): one of them lets it past the guard.
+      config: { anyPermission: BULK_ROUTE_PERMISSIONS, bodyBounds: BULK_BODY_BOUNDS },
+      schema: {
+        tags: ['permissions'],
+        security: bearer,
+        querystring: LangQuery,
+        body: applyChangesCommand,
+        response: responses(200, AppliedChangesData, [404, 413, 415]),
+      },
+    },
+    async (request) => success(await applyPermissionChanges(ctx, callerOf(request), request.body.data)),
   )
 
   app.get(
