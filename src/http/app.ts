@@ -140,7 +140,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       origin: service.config.corsOrigins,
       methods: ['GET', 'HEAD', 'POST', 'DELETE'],
       allowedHeaders: ['authorization', 'content-type', 'accept-language', 'x-request-id'],
-      exposedHeaders: ['x-policy-revision', 'x-request-id', 'retry-after'],
+      exposedHeaders: ['x-policy-revision', 'x-request-id', 'retry-after', 'x-decision-id'],
       maxAge: 600,
     })
   }

@@ -8,6 +8,7 @@ import { fastAnswer } from './fastAnswer.js'
 import type { FastPath } from './fastPath.js'
 import { ANSWERS, VERIFY_PREFIX, forwardAuthAllows, forwardAuthPair, mappedPair, type ForwardAuthAsk } from './routes/authz.js'
 import type { ServiceMetrics } from './serviceMetrics.js'
+import { DECISION_ID_HEADER, nextDecisionId } from '../decisionLog/decisionId.js'
 
 export interface GatewayFastPathOptions {
   ctx: CheckContext
@@ -78,13 +79,15 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
   const answer = fastAnswer(replica)
   const batch = checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer })
 
-  const identity = (account: Account): Record<string, string> =>
-    account.merchant_id === null ? { 'x-authz-user-id': account.id } : { 'x-authz-user-id': account.id, 'x-authz-merchant-id': account.merchant_id }
+  const identity = (account: Account, decisionId: string): Record<string, string> =>
+    account.merchant_id === null
+      ? { 'x-authz-user-id': account.id, [DECISION_ID_HEADER]: decisionId }
+      : { 'x-authz-user-id': account.id, 'x-authz-merchant-id': account.merchant_id, [DECISION_ID_HEADER]: decisionId }
 
   const forwardAuth = (request: IncomingMessage, response: ServerResponse, account: Account, ask: ForwardAuthAsk, status: 200 | 204, started: number): boolean => {
     if (!forwardAuthAllows(ctx, account, ask)) return false
     metrics.decision('verify', true)
-    answer(request, response, status, identity(account), '')
+    answer(request, response, status, identity(account, nextDecisionId()), '')
     ;(status === 204 ? verifyLatency : prefixLatency)(status, (performance.now() - started) / 1000)
     return true
   }
@@ -105,7 +108,8 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
       if (query === null || query.obj === undefined || query.act === undefined) return false
       const allowed = checkPermission(ctx, account, { obj: query.obj, act: query.act, domain: query.domain })
       metrics.decision('check', allowed)
-      answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8' }, allowed ? ANSWERS.true : ANSWERS.false)
+      const decisionId = nextDecisionId()
+      answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8', [DECISION_ID_HEADER]: decisionId }, allowed ? ANSWERS.true : ANSWERS.false)
       checkLatency(200, (performance.now() - started) / 1000)
       return true
     }

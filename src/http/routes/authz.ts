@@ -10,6 +10,7 @@ import type { ServiceMetrics } from '../serviceMetrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
 import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import { success } from '../envelope.js'
+import { DECISION_ID_HEADER, nextDecisionId } from '../../decisionLog/decisionId.js'
 import { MAX_BATCH_CHECKS } from '../plainBatch.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../../schemas/common.js'
@@ -129,6 +130,8 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       const ask = forwardAuthPair(request.query, request.headers, routeMap)
       const allowed = forwardAuthAllows(ctx, account, ask)
       metrics.decision('verify', allowed)
+      // Set before a refusal is thrown: the error's answer keeps the headers set on the reply.
+      reply.header(DECISION_ID_HEADER, nextDecisionId())
       answerForwardAuth(request, reply, account, ask, allowed, 204)
     },
   )
@@ -154,6 +157,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       }
       const allowed = checkPermission(ctx, checkSubject(ctx, callerOf(request), query.user_id), query)
       metrics.decision('check', allowed)
+      reply.header(DECISION_ID_HEADER, nextDecisionId())
       reply.type('application/json; charset=utf-8').send(allowed ? ANSWERS.true : ANSWERS.false)
     },
   )
@@ -177,6 +181,8 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       const ask = mappedPair(routeMap, request.method, request.url.slice(VERIFY_PREFIX.length))
       const allowed = forwardAuthAllows(ctx, account, ask)
       metrics.decision('verify', allowed)
+      // Set before a refusal is thrown: the error's answer keeps the headers set on the reply.
+      reply.header(DECISION_ID_HEADER, nextDecisionId())
       answerForwardAuth(request, reply, account, ask, allowed, 200)
     },
   })
@@ -203,6 +209,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
       const allowedCount = results.filter((r) => r.allowed).length
       if (allowedCount > 0) metrics.decision('check_batch', true, allowedCount)
       if (allowedCount < results.length) metrics.decision('check_batch', false, results.length - allowedCount)
+      reply.header(DECISION_ID_HEADER, nextDecisionId())
       reply.send(success({ results }))
     },
   )
