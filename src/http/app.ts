@@ -187,7 +187,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).
-    await typed.register(authzRoutes, { ctx: service, routeMap, metrics, logLevel: service.config.checkLogLevel })
+    await typed.register(authzRoutes, { ctx: service, routeMap, metrics, recorder: service.decisionLog, logLevel: service.config.checkLogLevel })
   })
   // The common case of a check or verify is answered before Fastify's hooks run (gatewayFastPath.ts): they
   // cost it about half of a bare Fastify route's throughput (docs/performance.md). Not while checks are logged
@@ -203,6 +203,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
         replica,
         cachedAccount: (header) => cachedAccount(verified, service.accounts, current, header),
         stopping: stoppingOf(fastify),
+        recorder: service.decisionLog,
       }),
     )
   }

@@ -59,7 +59,7 @@ export async function run(config: Config): Promise<number> {
     timeoutMs: config.shutdownTimeoutMs,
     log,
     refuse: stoppingRefusal(createLocalizer(config.defaultLocale)),
-    closeService: () => service.close(),
+    closeService: (deadline) => service.close(deadline),
   })
   return outcome.exitCode
 }

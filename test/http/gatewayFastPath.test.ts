@@ -199,6 +199,7 @@ t.test('the fast path takes only the common case: a cached token, a plain query,
     replica: { isStale: () => stale, revisionText: '7' },
     cachedAccount: (header) => cachedAccount(verified, ta.service.accounts, credentialsRule('secret'), header),
     stopping: () => stopping,
+    recorder: ta.service.decisionLog,
   })
   // Whatever the fast path declines is answered 599 here, where Fastify would take it, with the body Fastify would read.
   const server: Server = createServer((request, response) => {
