@@ -132,7 +132,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   })
 
   // Registered first, so that every route declared after it gets its latency recorder.
-  const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null)
+  const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null, service.decisionLog)
   await fastify.register(metricsPlugin, { metrics, token: service.config.metricsToken })
   // Off unless CORS_ORIGINS lists the admin UI's origins; then their browsers may call every /v2 route.
   if (service.config.corsOrigins.length > 0) {
