@@ -104,7 +104,8 @@ export class SinkPipeline {
     }
     this.timer = setTimeout(() => {
       this.timer = null
-      this.schedule()
+      // The wait is over (for company or for a retry): write what is there, however little.
+      if (this.writing === null && this.depth > 0 && !this.closed) this.writing = this.writeNext(this.options.writeTimeoutMs)
     }, delay)
     // A batch waiting for company never keeps the process alive: the stop flushes it.
     this.timer.unref()
