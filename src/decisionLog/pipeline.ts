@@ -60,6 +60,9 @@ export class SinkPipeline {
   private failures = 0
   private retryAt = 0
   private closed = false
+  /** Events of the write under way; counted as dropped if the stop's deadline passes before it settles. */
+  private inFlight = 0
+  private abandoned = false
 
   constructor(
     readonly sink: DecisionSink,
@@ -125,10 +128,13 @@ export class SinkPipeline {
 
   private async writeNext(timeoutMs: number): Promise<void> {
     const { events, seqs } = this.take()
+    this.inFlight = events.length
     const started = performance.now()
     try {
       await Promise.race([this.sink.write(events), timeout(timeoutMs)])
       this.logged += events.length
+      // Written after all, once the stop had given it up.
+      if (this.abandoned) this.dropped.shutdown -= events.length
       this.onWritten?.((performance.now() - started) / 1000)
       if (this.failures > 0) this.log?.info({ sink: this.sink.name, failures: this.failures }, 'decision log sink writes again')
       this.failures = 0
@@ -141,8 +147,11 @@ export class SinkPipeline {
       this.retryAt = Date.now() + Math.max(backoff, asked)
       // One line when a sink starts failing, not one per retry.
       if (this.failures === 1) this.log?.warn({ sink: this.sink.name, err: error }, 'decision log sink failed; retrying with backoff')
-      this.requeue(events, seqs)
+      // Once the stop gave this write up its events are counted as dropped: there is no later try.
+      if (!this.abandoned) this.requeue(events, seqs)
     } finally {
+      this.inFlight = 0
+      this.abandoned = false
       this.writing = null
       this.schedule()
     }
@@ -181,7 +190,8 @@ export class SinkPipeline {
       if (Date.now() >= deadline) break
       this.writing = this.writeNext(Math.max(1, Math.min(this.options.writeTimeoutMs, deadline - Date.now())))
     }
-    this.dropped.shutdown += this.depth
+    this.dropped.shutdown += this.depth + this.inFlight
+    this.abandoned = this.inFlight > 0
     this.allows.clear()
     this.denies.clear()
     await Promise.race([this.sink.close().catch(() => undefined), sleep(Math.max(0, deadline - Date.now()))])
