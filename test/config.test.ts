@@ -201,3 +201,30 @@ t.test('CHECK_LOG_LEVEL: warn by default, never more verbose than LOG_LEVEL unle
   t.equal(loadConfig({ ...base, CHECK_LOG_LEVEL: 'info' }).checkLogLevel, 'info', 'an operator may log every check')
   t.throws(() => loadConfig({ ...base, CHECK_LOG_LEVEL: 'loud' }), /CHECK_LOG_LEVEL/)
 })
+
+t.test('DECISION_LOG_*: the mode, the sinks and the address prefix, read and checked', async (t) => {
+  const base = { DATABASE_URL: 'pglite://memory', JWT_SECRET: 'a-secret-long-enough-0123' }
+  const defaults = loadConfig(base).decisionLog
+  t.match(defaults, { mode: 'denies', allowSample: 1, sinks: [], includeQuery: false, clientIpPrefix: { v4: 32, v6: 128 } })
+  const set = loadConfig({
+    ...base,
+    DECISION_LOG: 'all',
+    DECISION_LOG_ALLOW_SAMPLE: '0.25',
+    DECISION_LOG_SINKS: ' stdout , file:logs/decisions.ndjson,http:https://siem.example/ingest?x=1,postgres',
+    DECISION_LOG_QUERY: 'true',
+    DECISION_LOG_CLIENT_IP_PREFIX: '24,48',
+  }).decisionLog
+  t.match(set, { mode: 'all', allowSample: 0.25, includeQuery: true, clientIpPrefix: { v4: 24, v6: 48 } })
+  t.same(set.sinks, [
+    { kind: 'stdout' },
+    { kind: 'file', path: resolve('logs/decisions.ndjson') },
+    { kind: 'http', url: 'https://siem.example/ingest?x=1' },
+    { kind: 'postgres' },
+  ])
+  t.throws(() => loadConfig({ ...base, DECISION_LOG: 'some' }), /DECISION_LOG/)
+  t.throws(() => loadConfig({ ...base, DECISION_LOG_ALLOW_SAMPLE: '1.5' }), /DECISION_LOG_ALLOW_SAMPLE/)
+  for (const sinks of ['kafka', 'file:', 'http:ftp://x', 'http:', 'stdout,syslog']) {
+    t.throws(() => loadConfig({ ...base, DECISION_LOG_SINKS: sinks }), /DECISION_LOG_SINKS/, `${sinks} refused`)
+  }
+  t.throws(() => loadConfig({ ...base, DECISION_LOG_CLIENT_IP_PREFIX: '24,200' }), /DECISION_LOG_CLIENT_IP_PREFIX/)
+})
