@@ -167,7 +167,8 @@ async function profileRoute(rules: number, schema: string | null, name: string, 
 }
 
 /** The real app on `rules` rules (the schema of a seeded PostgreSQL store, or a fresh PGlite). */
-const serve = (rules: number, schema: string | null): Promise<Server> => spawnServer('./server.ts', [String(rules), ...(schema !== null ? [schema] : [])])
+const serve = (rules: number, schema: string | null, env: NodeJS.ProcessEnv = {}): Promise<Server> =>
+  spawnServer('./server.ts', [String(rules), ...(schema !== null ? [schema] : [])], [], { ...process.env, ...env })
 
 const profileLines: string[] = []
 const httpLines: string[] = []
@@ -188,6 +189,13 @@ const bare = await spawnServer('./bareFastify.ts', [])
 const smallServer = await serve(1_000, small.store.schema)
 const servers = [bare, smallServer]
 const targets: Target[] = [{ name: 'bare Fastify route (yardstick)', server: bare, path: '/bare', status: 200 }, ...appTargets(smallServer)]
+// The check with the decision log writing to a file: `denies` (the default; the bench's allowed check writes nothing) and `all`.
+const logDir = mkdtempSync(join(tmpdir(), 'aps-decisions-'))
+for (const mode of ['denies', 'all'] as const) {
+  const logged = await serve(1_000, small.store.schema, { DECISION_LOG: mode, DECISION_LOG_SINKS: `file:${join(logDir, `${mode}.ndjson`)}` })
+  servers.push(logged)
+  targets.push({ name: `GET /v2/authz/check, DECISION_LOG=${mode}, file sink`, server: logged, path: CHECK_PATH, status: 200 })
+}
 let huge: InProcess | null = null
 if (postgresUrl !== undefined && !QUICK) {
   huge = await inProcess(1_000_000, false)
@@ -241,6 +249,7 @@ try {
   })
 } finally {
   for (const server of servers) await server.stop()
+  rmSync(logDir, { recursive: true, force: true })
 }
 await profileRoute(1_000, small.store.schema, 'GET /v2/authz/check', { path: CHECK_PATH, status: 200 })
 await profileRoute(1_000, small.store.schema, 'POST /v2/authz/check-batch, 100 checks', { path: '/v2/authz/check-batch', method: 'POST', body: BATCH, status: 200 })

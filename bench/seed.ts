@@ -51,6 +51,8 @@ export function benchConfig(logLevel = 'silent') {
     ROUTE_MAP_PATH: BENCH_ROUTE_MAP,
     // An edited model for bench/editedHttp.ts's second server; else model.conf.
     ...(process.env.BENCH_MODEL_PATH !== undefined ? { MODEL_PATH: process.env.BENCH_MODEL_PATH } : {}),
+    // The decision log as the bench's server process was started with (bench/run.ts's logged rows).
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('DECISION_LOG'))),
   })
 }
 

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+import { hostname } from 'node:os'
 import type { Config, StorageConfig } from './config.js'
 import { bootstrapSystemOwner, createFirstAdmin } from './commands/bootstrap.js'
 import type { CommandContext } from './commands/context.js'
@@ -23,6 +25,8 @@ import { openPostgres } from './storage/pg.js'
 import { openPGlite } from './storage/pglite.js'
 import { requirePrivileges } from './storage/privileges.js'
 import { currentRevision } from './storage/revision.js'
+import type { DecisionRecorder } from './decisionLog/recorder.js'
+import { openDecisionLog, type DecisionLogParts } from './decisionLog/sinks.js'
 import { listSubRoles } from './storage/subRoles.js'
 
 export interface Logger {
@@ -41,7 +45,10 @@ export interface Service extends CommandContext {
   /** `ready`, or why not: the database does not answer, or the policy could not be confirmed current. */
   readiness(): Promise<'ready' | 'unavailable' | 'stale'>
   reload(): Promise<void>
-  close(): Promise<void>
+  /** Gateway decisions, handed over after their answers (CONTRACT 15). */
+  decisionLog: DecisionRecorder
+  /** Closes everything; buffered decision events are written until `deadline` (ms since the epoch; default: SHUTDOWN_TIMEOUT_MS from now). */
+  close(deadline?: number): Promise<void>
 }
 
 export async function openDatabase(
@@ -77,6 +84,13 @@ export interface BuildOptions {
   clock?: Clock
   /** Run the model's decisions file before anything else and refuse to start when it fails (the server's start). */
   gateModel?: boolean
+  /** The decision log's parts that are not settings: the shadow model, the postgres sink, where `stdout` writes (tests). */
+  decisionLog?: Pick<DecisionLogParts, 'shadow' | 'makePostgresSink' | 'stdout'>
+}
+
+/** The first 12 hex digits of the model text's SHA-256: which model decided, in every decision event. */
+export function modelId(modelText: string): string {
+  return createHash('sha256').update(modelText).digest('hex').slice(0, 12)
 }
 
 /** Builds the whole service from its configuration: storage, migrations, engine, catalog, bootstrap. */
@@ -129,6 +143,13 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
           })
         : null
 
+    // A one-shot command makes no gateway decision: it opens no sink.
+    const logSettings = options.follow === false ? { ...config.decisionLog, mode: 'off' as const } : config.decisionLog
+    const decisionLog = openDecisionLog(
+      { ...logSettings, trustProxy: config.trustProxy, replica: hostname(), modelId: modelId(model.text) },
+      { rules: engine, revision: () => replica.revision, ...options.decisionLog, ...(options.log ? { log: options.log } : {}) },
+    )
+
     if (options.follow !== false) {
       feed = await followChanges(db, replica, { pollMs: config.replication.pollMs, log: options.log })
       expiry = new OverrideExpiry(ctx, replica, clock, options.log)
@@ -144,6 +165,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       firstAdmin,
       replica,
       reload: () => replica.reload(),
+      decisionLog,
       async readiness() {
         try {
           await db.query('SELECT 1')
@@ -153,7 +175,9 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
         return replica.isStale() ? 'stale' : 'ready'
       },
       // The database is closed by whoever opened it: a database handed in (tests, the CLI) stays open.
-      async close() {
+      async close(deadline = Date.now() + config.shutdownTimeoutMs) {
+        // Before the database closes: the postgres sink writes through it.
+        await decisionLog.close(deadline)
         expiring?.stop()
         await following?.stop()
         replica.stop()

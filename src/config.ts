@@ -5,6 +5,8 @@ import { Value } from '@sinclair/typebox/value'
 import { parseAddressList, parseProxyTrust, type ProxyTrust } from './domain/clientIp.js'
 import { DOMAIN_PATTERN, PERMISSION_PART_PATTERN } from './domain/identifiers.js'
 import type { RouteMapEntry } from './domain/routeMap.js'
+import { WHOLE_ADDRESS, parseAddressPrefix } from './domain/addressPrefix.js'
+import type { DecisionLogConfig, DecisionSinkSpec } from './domain/decisionLogSettings.js'
 
 /*
  * Reading the configuration is pure: it checks the environment and creates,
@@ -65,6 +67,19 @@ const EnvSchema = Type.Object({
   GRPC_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
   GRPC_TLS_CERT: Type.Optional(Type.String({ minLength: 1 })),
   GRPC_TLS_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  // Decision logs (CONTRACT 15): what is logged, where to, and how much each sink may hold back.
+  DECISION_LOG: Type.Union([Type.Literal('off'), Type.Literal('denies'), Type.Literal('all')], { default: 'denies' }),
+  DECISION_LOG_ALLOW_SAMPLE: Type.Number({ minimum: 0, maximum: 1, default: 1 }),
+  DECISION_LOG_SINKS: Type.String({ default: '' }),
+  DECISION_LOG_QUERY: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false' }),
+  DECISION_LOG_CLIENT_IP_PREFIX: Type.Optional(Type.String({ minLength: 1 })),
+  DECISION_LOG_BUFFER_EVENTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000 }),
+  DECISION_LOG_BATCH_EVENTS: Type.Integer({ minimum: 1, maximum: 100_000, default: 500 }),
+  DECISION_LOG_BATCH_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024 }),
+  DECISION_LOG_BATCH_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000 }),
+  DECISION_LOG_SINK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
+  DECISION_LOG_FILE_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 2 ** 40, default: 100 * 1024 * 1024 }),
+  DECISION_LOG_FILE_MAX_FILES: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -179,6 +194,8 @@ export interface Config {
   }
   /** The gRPC server (GRPC_PORT): Envoy's ext_authz, aps.authz.v1 and health; null when off. */
   grpc: GrpcConfig | null
+  /** Gateway decisions recorded after their answer (CONTRACT 15). */
+  decisionLog: DecisionLogConfig
 }
 
 export interface GrpcConfig {
@@ -186,6 +203,7 @@ export interface GrpcConfig {
   /** GRPC_TLS_CERT and GRPC_TLS_KEY, PEM files read when the server starts; null: cleartext HTTP/2. */
   tls: { certPath: string; keyPath: string } | null
 }
+
 
 /** The configuration as the environment gives it, before start-up reads and makes its files (src/startup.ts). */
 export type Settings = Omit<Config, 'jwt' | 'routeMap'> & {
@@ -361,6 +379,46 @@ export function readSettings(source: Record<string, string | undefined> = proces
       perAddress: env.CHANGE_STREAMS_PER_ADDRESS,
     },
     grpc: grpcConfig(env),
+    decisionLog: decisionLogConfig(env),
+  }
+}
+
+/** One entry of DECISION_LOG_SINKS: `stdout`, `file:<path>`, `http:<url>` or `postgres`. */
+function parseSink(entry: string): DecisionSinkSpec {
+  if (entry === 'stdout' || entry === 'postgres') return { kind: entry }
+  if (entry.startsWith('file:') && entry.length > 5) return { kind: 'file', path: resolve(entry.slice(5)) }
+  if (entry.startsWith('http:')) {
+    const url = entry.slice(5)
+    if (/^https?:\/\/./.test(url) && URL.canParse(url)) return { kind: 'http', url }
+  }
+  throw new ConfigError(`DECISION_LOG_SINKS: ${entry} is not stdout, file:<path>, http:<http(s) URL> or postgres`)
+}
+
+function decisionLogConfig(env: Env): DecisionLogConfig {
+  const entries = env.DECISION_LOG_SINKS.split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+  let clientIpPrefix = WHOLE_ADDRESS
+  if (env.DECISION_LOG_CLIENT_IP_PREFIX !== undefined) {
+    try {
+      clientIpPrefix = parseAddressPrefix(env.DECISION_LOG_CLIENT_IP_PREFIX)
+    } catch (error) {
+      throw new ConfigError(`DECISION_LOG_CLIENT_IP_PREFIX: ${(error as Error).message}`)
+    }
+  }
+  return {
+    mode: env.DECISION_LOG,
+    allowSample: env.DECISION_LOG_ALLOW_SAMPLE,
+    sinks: entries.map(parseSink),
+    includeQuery: env.DECISION_LOG_QUERY === 'true',
+    clientIpPrefix,
+    bufferEvents: env.DECISION_LOG_BUFFER_EVENTS,
+    batchEvents: env.DECISION_LOG_BATCH_EVENTS,
+    batchBytes: env.DECISION_LOG_BATCH_BYTES,
+    batchMs: env.DECISION_LOG_BATCH_MS,
+    sinkTimeoutMs: env.DECISION_LOG_SINK_TIMEOUT_MS,
+    fileMaxBytes: env.DECISION_LOG_FILE_MAX_BYTES,
+    fileMaxFiles: env.DECISION_LOG_FILE_MAX_FILES,
   }
 }
 

@@ -214,3 +214,30 @@ t.test('GRPC_PORT turns gRPC on; its TLS needs both files', async (t) => {
   t.throws(() => readSettings({ ...base, GRPC_TLS_CERT: 'c.pem', GRPC_TLS_KEY: 'k.pem' }), new ConfigError('GRPC_TLS_CERT and GRPC_TLS_KEY need GRPC_PORT'))
   t.throws(() => readSettings({ ...base, GRPC_PORT: '70000' }), ConfigError, 'a port out of range')
 })
+
+t.test('DECISION_LOG_*: the mode, the sinks and the address prefix, read and checked', async (t) => {
+  const base = { DATABASE_URL: 'pglite://memory', JWT_SECRET: 'a-secret-long-enough-0123' }
+  const defaults = loadConfig(base).decisionLog
+  t.match(defaults, { mode: 'denies', allowSample: 1, sinks: [], includeQuery: false, clientIpPrefix: { v4: 32, v6: 128 } })
+  const set = loadConfig({
+    ...base,
+    DECISION_LOG: 'all',
+    DECISION_LOG_ALLOW_SAMPLE: '0.25',
+    DECISION_LOG_SINKS: ' stdout , file:logs/decisions.ndjson,http:https://siem.example/ingest?x=1,postgres',
+    DECISION_LOG_QUERY: 'true',
+    DECISION_LOG_CLIENT_IP_PREFIX: '24,48',
+  }).decisionLog
+  t.match(set, { mode: 'all', allowSample: 0.25, includeQuery: true, clientIpPrefix: { v4: 24, v6: 48 } })
+  t.same(set.sinks, [
+    { kind: 'stdout' },
+    { kind: 'file', path: resolve('logs/decisions.ndjson') },
+    { kind: 'http', url: 'https://siem.example/ingest?x=1' },
+    { kind: 'postgres' },
+  ])
+  t.throws(() => loadConfig({ ...base, DECISION_LOG: 'some' }), /DECISION_LOG/)
+  t.throws(() => loadConfig({ ...base, DECISION_LOG_ALLOW_SAMPLE: '1.5' }), /DECISION_LOG_ALLOW_SAMPLE/)
+  for (const sinks of ['kafka', 'file:', 'http:ftp://x', 'http:', 'stdout,syslog']) {
+    t.throws(() => loadConfig({ ...base, DECISION_LOG_SINKS: sinks }), /DECISION_LOG_SINKS/, `${sinks} refused`)
+  }
+  t.throws(() => loadConfig({ ...base, DECISION_LOG_CLIENT_IP_PREFIX: '24,200' }), /DECISION_LOG_CLIENT_IP_PREFIX/)
+})

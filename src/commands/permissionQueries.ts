@@ -10,6 +10,7 @@ import type { Caller, CommandContext } from './context.js'
 import { assertDomainExists } from './permissionContext.js'
 import { isRootAccount, isRootSubRole } from '../domain/root.js'
 import type { ForwardAuthAsk } from '../domain/routeMap.js'
+import { allows, type ReasonCode } from '../engine/explain.js'
 
 export interface RolePermissions {
   sub_role_code: string
@@ -118,21 +119,33 @@ export function checkSubject(ctx: CheckContext, caller: Caller, userId: string |
   return assertReachable(caller.account, ctx.accounts.peek(userId) ?? null)
 }
 
+/**
+ * Told of each gateway decision right after its evaluation, while
+ * `engine.decidingRule()` still names the row that decided: the decision
+ * log's hand-over. `index` is the check's place in a batch (0 for one check).
+ */
+export type OnDecision = (index: number, domain: string, obj: string, act: string, code: ReasonCode) => void
+
 /** The gateway's question; the default domain is the subject's home domain, never forced. */
-export function checkPermission(ctx: CheckContext, subject: Account, query: CheckQuery): boolean {
-  return ctx.engine.decide(subject, query.domain ?? homeDomain(subject), query.obj, query.act)
+export function checkPermission(ctx: CheckContext, subject: Account, query: CheckQuery, onDecision?: OnDecision): boolean {
+  const domain = query.domain ?? homeDomain(subject)
+  const code = ctx.engine.decision(subject, domain, query.obj, query.act)
+  onDecision?.(0, domain, query.obj, query.act, code)
+  return allows(code)
 }
 
 /** check-batch: each question answered as a single check, in request order, with its domain resolved. */
-export function checkPermissions(ctx: CheckContext, subject: Account, queries: readonly CheckQuery[]): CheckResult[] {
+export function checkPermissions(ctx: CheckContext, subject: Account, queries: readonly CheckQuery[], onDecision?: OnDecision): CheckResult[] {
   const home = homeDomain(subject)
-  return queries.map((q) => {
+  return queries.map((q, index) => {
     const domain = q.domain ?? home
-    return { obj: q.obj, act: q.act, domain, allowed: ctx.engine.decide(subject, domain, q.obj, q.act) }
+    const code = ctx.engine.decision(subject, domain, q.obj, q.act)
+    onDecision?.(index, domain, q.obj, q.act, code)
+    return { obj: q.obj, act: q.act, domain, allowed: allows(code) }
   })
 }
 
 /** Whether forward auth (verify, ext_authz) allows: only a pair the account may do. */
-export function forwardAuthAllows(ctx: CheckContext, account: Account, ask: ForwardAuthAsk): boolean {
-  return ask !== null && !('ambiguous' in ask) && checkPermission(ctx, account, ask)
+export function forwardAuthAllows(ctx: CheckContext, account: Account, ask: ForwardAuthAsk, onDecision?: OnDecision): boolean {
+  return ask !== null && !('ambiguous' in ask) && checkPermission(ctx, account, ask, onDecision)
 }

@@ -4,7 +4,7 @@ import type { Queryable } from '../storage/db.js'
 import { RulesAdapter, StorageAdapter, type PolicyRules } from './adapter.js'
 import { nextStamp, type DecisionIndex, type IndexedRule, type RuleChange } from './decisionIndex.js'
 import { choosePath, type AccountLookup, type DecisionPath, type DecisionPathName, type PathLoader, type Reached } from './decisionPath.js'
-import { REASON, allows, explainedKind, type Explanation, type ReasonCode } from './explain.js'
+import { REASON, allows, explainedKind, namesARow, type Explanation, type ReasonCode } from './explain.js'
 import { OverrideExpiries } from './overrideExpiryQueue.js'
 
 export { isReferenceModel } from './decisionPath.js'
@@ -39,8 +39,6 @@ type Catalog = Map<string, Map<string, CatalogEntry>>
 
 /** settledOutsideModel's answer when the model must decide. */
 const NOT_SETTLED = -1
-/** The codes with a deciding row (the others name none). */
-const NAMES_A_ROW: ReadonlySet<ReasonCode> = new Set([REASON.role, REASON.user_allow, REASON.user_deny, REASON.role_deny])
 
 /**
  * What every decision applies in front of the model (which sub-roles are
@@ -259,7 +257,7 @@ export class PermissionEngine {
   /** decide() and why, read from that one decision: its reason and the row that decided. Off the hot path: only `explain=true` asks. */
   explain(subject: Subject, domain: string, obj: string, act: string): Explanation {
     const code = this.decision(subject, domain, obj, act)
-    const rule = NAMES_A_ROW.has(code) ? this.decidingRule() : null
+    const rule = namesARow(code) ? this.decidingRule() : null
     const kind = explainedKind(code)
     return { allowed: allows(code), reason: rule === null ? { kind } : { kind, rule } }
   }

@@ -39,6 +39,11 @@ const DENIED_FROM = REASON.user_deny
 
 export const allows = (code: ReasonCode): boolean => code < DENIED_FROM
 
+const NAMES_A_ROW: ReadonlySet<ReasonCode> = new Set([REASON.role, REASON.user_allow, REASON.user_deny, REASON.role_deny])
+
+/** Whether a decision with this code was decided by a row of the policy (the engine's decidingRule() names it). */
+export const namesARow = (code: ReasonCode): boolean => NAMES_A_ROW.has(code)
+
 /** The words of a reason code: the decision log's kinds (section 13's and `deactivated`). */
 export const REASON_NAMES = ['root', 'role', 'user_allow', 'user_deny', 'role_deny', 'none', 'not_in_catalog', 'outside_home_domain', 'deactivated'] as const
 export type ReasonName = (typeof REASON_NAMES)[number]

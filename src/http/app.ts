@@ -133,7 +133,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   })
 
   // Registered first, so that every route declared after it gets its latency recorder.
-  const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null)
+  const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null, service.decisionLog)
   await fastify.register(metricsPlugin, { metrics, token: service.config.metricsToken })
   // Off unless CORS_ORIGINS lists the admin UI's origins; then their browsers may call every /v2 route.
   if (service.config.corsOrigins.length > 0) {
@@ -141,7 +141,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       origin: service.config.corsOrigins,
       methods: ['GET', 'HEAD', 'POST', 'DELETE'],
       allowedHeaders: ['authorization', 'content-type', 'accept-language', 'x-request-id'],
-      exposedHeaders: ['x-policy-revision', 'x-request-id', 'retry-after'],
+      exposedHeaders: ['x-policy-revision', 'x-request-id', 'retry-after', 'x-decision-id'],
       maxAge: 600,
     })
   }
@@ -189,7 +189,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).
-    await typed.register(authzRoutes, { ctx: service, routeMap, metrics, logLevel: service.config.checkLogLevel })
+    await typed.register(authzRoutes, { ctx: service, routeMap, metrics, recorder: service.decisionLog, logLevel: service.config.checkLogLevel })
   })
   // The common case of a check or verify is answered before Fastify's hooks run (gatewayFastPath.ts): they
   // cost it about half of a bare Fastify route's throughput (docs/performance.md). Not while checks are logged
@@ -205,6 +205,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
         replica,
         cachedAccount: (header) => cachedAccount(verified, service.accounts, current, header),
         stopping: stoppingOf(fastify),
+        recorder: service.decisionLog,
       }),
     )
   }

@@ -1,5 +1,6 @@
 import type { Account } from '../domain/principals.js'
-import type { CheckContext } from '../commands/permissionQueries.js'
+import type { CheckContext, OnDecision } from '../commands/permissionQueries.js'
+import { allows } from '../engine/explain.js'
 import { MAX_BATCH_CHECKS, SPAN_FIELDS } from './plainBatch.js'
 
 const bytes = (text: string) => Buffer.from(text, 'latin1')
@@ -35,7 +36,15 @@ export interface BatchAnswer {
  * request's own bytes (ASCII, nothing to escape, as their patterns say);
  * `home` must be as plain (the caller checks it against DOMAIN_PATTERN).
  */
-export function checkBatchAnswer(ctx: CheckContext, subject: Account, home: string, source: Buffer, spans: Int32Array, count: number): BatchAnswer {
+export function checkBatchAnswer(
+  ctx: CheckContext,
+  subject: Account,
+  home: string,
+  source: Buffer,
+  spans: Int32Array,
+  count: number,
+  onDecision?: OnDecision,
+): BatchAnswer {
   const homeBytes = bytes(home)
   // One character per byte: the values are sliced from it, not decoded one by one.
   const text = source.toString('latin1')
@@ -49,7 +58,11 @@ export function checkBatchAnswer(ctx: CheckContext, subject: Account, home: stri
     const domainAt = spans[s + 4] as number
     const domainEnd = spans[s + 5] as number
     const domain = domainAt < 0 ? home : text.slice(domainAt, domainEnd)
-    const yes = ctx.engine.decide(subject, domain, text.slice(objAt, objEnd), text.slice(actAt, actEnd))
+    const obj = text.slice(objAt, objEnd)
+    const act = text.slice(actAt, actEnd)
+    const code = ctx.engine.decision(subject, domain, obj, act)
+    onDecision?.(c, domain, obj, act, code)
+    const yes = allows(code)
     decided[c] = yes ? 1 : 0
     if (yes) allowed++
     length += OBJ.length + (objEnd - objAt) + ACT.length + (actEnd - actAt) + DOMAIN.length

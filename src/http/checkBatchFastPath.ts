@@ -7,6 +7,10 @@ import type { FastAnswer } from './fastAnswer.js'
 import { checkBatchAnswer } from './checkBatchAnswer.js'
 import { newSpans, readPlainBatch } from './plainBatch.js'
 import type { ServiceMetrics } from './serviceMetrics.js'
+import { DECISION_ID_HEADER, nextDecisionId } from '../decisionLog/decisionId.js'
+import type { DecisionRecorder } from '../decisionLog/recorder.js'
+import { handOver } from './decisionHandOver.js'
+import { rawRequestId } from './serviceHeaders.js'
 
 export const CHECK_BATCH_PATH = '/v2/authz/check-batch'
 
@@ -28,6 +32,7 @@ export interface CheckBatchFastPathOptions {
   /** Whether the server is stopping: Fastify's answer then closes the connection. */
   stopping: () => boolean
   answer: FastAnswer
+  recorder: DecisionRecorder
 }
 
 /**
@@ -70,7 +75,7 @@ function readBody(request: IncomingMessage, declared: number, whole: (body: Buff
  * given back to the request unread and the request to Fastify (`toFastify`),
  * which answers it as if it had read it first.
  */
-export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer }: CheckBatchFastPathOptions) {
+export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer, recorder }: CheckBatchFastPathOptions) {
   const latency = metrics.recorder('POST', CHECK_BATCH_PATH)
   // Where each check's values lie, for the body being answered (one at a time: all synchronous).
   const spans = newSpans()
@@ -84,10 +89,13 @@ export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopp
     if (!isDomainName(home)) return false
     const count = readPlainBatch(body, spans)
     if (count < 0) return false
-    const { body: answered, allowed } = checkBatchAnswer(ctx, account, home, body, spans, count)
+    const decisionId = nextDecisionId()
+    const requestId = rawRequestId(request)
+    const onDecision = handOver(recorder, account, { source: 'check_batch', decisionId, caller: null, requestId, request })
+    const { body: answered, allowed } = checkBatchAnswer(ctx, account, home, body, spans, count, onDecision)
     if (allowed > 0) metrics.decision('check_batch', true, allowed)
     if (allowed < count) metrics.decision('check_batch', false, count - allowed)
-    answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8' }, answered)
+    answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8', [DECISION_ID_HEADER]: decisionId }, answered, requestId)
     latency(200, (performance.now() - started) / 1000)
     return true
   }

@@ -3,11 +3,15 @@ import type { RouteMap } from '../domain/routeMap.js'
 import { isDomainName, isPermissionPart } from '../domain/identifiers.js'
 import type { Account } from '../domain/principals.js'
 import { checkPermission, type CheckContext } from '../commands/permissionQueries.js'
+import type { DecisionRecorder } from '../decisionLog/recorder.js'
+import { handOver, originalRequest } from './decisionHandOver.js'
+import { rawRequestId } from './serviceHeaders.js'
 import { CHECK_BATCH_PATH, checkBatchFastPath } from './checkBatchFastPath.js'
 import { fastAnswer } from './fastAnswer.js'
 import type { FastPath } from './fastPath.js'
 import { ANSWERS, VERIFY_PREFIX, forwardAuthAllows, forwardAuthPair, mappedPair, type ForwardAuthAsk } from './routes/authz.js'
 import type { ServiceMetrics } from './serviceMetrics.js'
+import { DECISION_ID_HEADER, nextDecisionId } from '../decisionLog/decisionId.js'
 
 export interface GatewayFastPathOptions {
   ctx: CheckContext
@@ -18,6 +22,8 @@ export interface GatewayFastPathOptions {
   cachedAccount: (authorization: string | undefined) => Account | undefined
   /** Whether the server is stopping (check-batch answers after its body arrives, perhaps once a stop began). */
   stopping: () => boolean
+  /** Where gateway decisions are handed after evaluation. */
+  recorder: DecisionRecorder
 }
 
 const CHECK_PATH = '/v2/authz/check'
@@ -70,21 +76,28 @@ export function plainQuery(search: string): PlainQuery | null {
  * per-request log line would be written (CHECK_LOG_LEVEL above info) and
  * without CORS: docs/performance.md has the measured reason.
  */
-export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount, stopping }: GatewayFastPathOptions): FastPath {
+export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount, stopping, recorder }: GatewayFastPathOptions): FastPath {
   const checkLatency = metrics.recorder('GET', CHECK_PATH)
   const verifyLatency = metrics.recorder('GET', VERIFY_PREFIX)
   const prefixLatency = metrics.recorder('GET', `${VERIFY_PREFIX}/*`)
 
   const answer = fastAnswer(replica)
-  const batch = checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer })
+  const batch = checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer, recorder })
 
-  const identity = (account: Account): Record<string, string> =>
-    account.merchant_id === null ? { 'x-authz-user-id': account.id } : { 'x-authz-user-id': account.id, 'x-authz-merchant-id': account.merchant_id }
+  const identity = (account: Account, decisionId: string): Record<string, string> =>
+    account.merchant_id === null
+      ? { 'x-authz-user-id': account.id, [DECISION_ID_HEADER]: decisionId }
+      : { 'x-authz-user-id': account.id, 'x-authz-merchant-id': account.merchant_id, [DECISION_ID_HEADER]: decisionId }
 
-  const forwardAuth = (request: IncomingMessage, response: ServerResponse, account: Account, ask: ForwardAuthAsk, status: 200 | 204, started: number): boolean => {
-    if (!forwardAuthAllows(ctx, account, ask)) return false
+  /** An allowed forward auth answered here; a refusal is left to the route (its envelope, its hand-over). */
+  const forwardAuth = (request: IncomingMessage, response: ServerResponse, account: Account, ask: ForwardAuthAsk, status: 200 | 204, started: number, original: { method: string | undefined; path: string | undefined }): boolean => {
+    const decisionId = nextDecisionId()
+    const requestId = rawRequestId(request)
+    const source = status === 204 ? 'verify' : 'ext_authz'
+    const onDecision = handOver(recorder, account, { source, decisionId, caller: null, requestId, request, ...original }, true)
+    if (!forwardAuthAllows(ctx, account, ask, onDecision)) return false
     metrics.decision('verify', true)
-    answer(request, response, status, identity(account), '')
+    answer(request, response, status, identity(account, decisionId), '', requestId)
     ;(status === 204 ? verifyLatency : prefixLatency)(status, (performance.now() - started) / 1000)
     return true
   }
@@ -103,18 +116,22 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
     if (path === CHECK_PATH) {
       const query = plainQuery(mark < 0 ? '' : url.slice(mark + 1))
       if (query === null || query.obj === undefined || query.act === undefined) return false
-      const allowed = checkPermission(ctx, account, { obj: query.obj, act: query.act, domain: query.domain })
+      const decisionId = nextDecisionId()
+      const requestId = rawRequestId(request)
+      const onDecision = handOver(recorder, account, { source: 'check', decisionId, caller: null, requestId, request })
+      const allowed = checkPermission(ctx, account, { obj: query.obj, act: query.act, domain: query.domain }, onDecision)
       metrics.decision('check', allowed)
-      answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8' }, allowed ? ANSWERS.true : ANSWERS.false)
+      answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8', [DECISION_ID_HEADER]: decisionId }, allowed ? ANSWERS.true : ANSWERS.false, requestId)
       checkLatency(200, (performance.now() - started) / 1000)
       return true
     }
     if (path === VERIFY_PREFIX) {
       const query = plainQuery(mark < 0 ? '' : url.slice(mark + 1))
-      return query !== null && forwardAuth(request, response, account, forwardAuthPair(query, headers, routeMap), 204, started)
+      return query !== null && forwardAuth(request, response, account, forwardAuthPair(query, headers, routeMap), 204, started, originalRequest(headers))
     }
     if (path.startsWith(`${VERIFY_PREFIX}/`)) {
-      return forwardAuth(request, response, account, mappedPair(routeMap, 'GET', url.slice(VERIFY_PREFIX.length)), 200, started)
+      const original = url.slice(VERIFY_PREFIX.length)
+      return forwardAuth(request, response, account, mappedPair(routeMap, 'GET', original), 200, started, { method: 'GET', path: original })
     }
     return false
   }

@@ -69,9 +69,9 @@ export async function run(config: Config): Promise<number> {
     timeoutMs: config.shutdownTimeoutMs,
     log,
     refuse: stoppingRefusal(createLocalizer(config.defaultLocale)),
-    closeService: async () => {
+    closeService: async (deadline) => {
       await grpcStopped
-      await service.close()
+      await service.close(deadline)
     },
   })
   return outcome.exitCode

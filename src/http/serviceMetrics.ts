@@ -2,6 +2,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'pr
 import type { Replica } from '../replica/replica.js'
 import type { PoolStats } from '../storage/db.js'
 import { LatencyHistogram } from './latencyHistogram.js'
+import { DROP_REASONS, type SinkPipeline } from '../decisionLog/pipeline.js'
 
 /** Latency buckets for an answer from memory (sub-millisecond) up to a write that waits on the database. */
 const LATENCY_BUCKETS = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
@@ -25,7 +26,7 @@ export class ServiceMetrics {
   private readonly recorders = new Map<string, (statusCode: number, seconds: number) => void>()
   private readonly decisionCounts: Record<DecisionEndpoint, [number, number]> = { check: [0, 0], check_batch: [0, 0], verify: [0, 0] }
 
-  constructor(replica: Replica, poolStats: () => PoolStats | null) {
+  constructor(replica: Replica, poolStats: () => PoolStats | null, decisionLog: { pipelines: readonly SinkPipeline[] } | null = null) {
     collectDefaultMetrics({ register: this.registry, prefix: 'aps_' })
     // prom-client adds gauges named `…_total` (active handles, requests, resources: the sums of the
     // per-type gauges beside them); Prometheus reserves `_total` for counters and promtool refuses them.
@@ -98,6 +99,49 @@ export class ServiceMetrics {
         this.set({ state: 'waiting' }, stats.waiting)
       },
     })
+    if (decisionLog !== null) this.decisionLogMetrics(decisionLog.pipelines)
+  }
+
+  /** The decision log's sinks: events written, dropped by reason, write latency, events waiting. */
+  private decisionLogMetrics(pipelines: readonly SinkPipeline[]): void {
+    // Two sinks of one kind (two files) get their place in DECISION_LOG_SINKS after the name.
+    const named = pipelines.map((pipeline, i) => ({
+      sink: pipelines.findIndex((other) => other.sink.name === pipeline.sink.name) === i ? pipeline.sink.name : `${pipeline.sink.name}:${i}`,
+      pipeline,
+    }))
+    new Counter({
+      name: 'aps_decision_log_events_total',
+      help: 'Decision events each sink took',
+      labelNames: ['sink'],
+      registers: [this.registry],
+      collect() {
+        this.reset()
+        for (const { sink, pipeline } of named) this.inc({ sink }, pipeline.logged)
+      },
+    })
+    new Counter({
+      name: 'aps_decision_log_dropped_total',
+      help: 'Decision events a sink never took: its buffer full (the oldest allow, else the oldest deny, dropped) or the stop deadline reached',
+      labelNames: ['sink', 'reason'],
+      registers: [this.registry],
+      collect() {
+        this.reset()
+        for (const { sink, pipeline } of named) for (const reason of DROP_REASONS) this.inc({ sink, reason }, pipeline.dropped[reason])
+      },
+    })
+    new Gauge({
+      name: 'aps_decision_log_queue_depth',
+      help: 'Decision events waiting for each sink',
+      labelNames: ['sink'],
+      registers: [this.registry],
+      collect() {
+        for (const { sink, pipeline } of named) this.set({ sink }, pipeline.depth)
+      },
+    })
+    const writes = new LatencyHistogram('aps_decision_log_sink_write_seconds', 'Time each successful write of a batch to a decision log sink took', LATENCY_BUCKETS)
+    // The registry asks only for name, help, type, get() and reset(); the rest of prom-client's Metric is unused.
+    this.registry.registerMetric(writes as unknown as Metric)
+    for (const { sink, pipeline } of named) pipeline.onWritten = writes.observer({ sink })
   }
 
   /**

@@ -111,8 +111,8 @@ export interface StopOptions {
   timeoutMs: number
   log: FastifyBaseLogger
   refuse: (request: IncomingMessage) => Refusal
-  /** Runs once no connection is left. */
-  closeService: () => Promise<void>
+  /** Runs once no connection is left; what it flushes (decision events) must be done by `deadline` (ms since the epoch). */
+  closeService: (deadline: number) => Promise<void>
 }
 
 export interface StopOutcome {
@@ -170,7 +170,8 @@ export async function stopGracefully(fastify: FastifyInstance, drain: Connection
 
   let deadline: NodeJS.Timeout | undefined
   const serviceClosed = await Promise.race([
-    options.closeService().then(
+    // The flush ends where the connections are forced, leaving the rest of the deadline to close the database.
+    options.closeService(began + forceAfterMs(timeoutMs)).then(
       () => 'closed' as const,
       (error: unknown) => {
         log.error({ err: error }, 'closing the service failed')

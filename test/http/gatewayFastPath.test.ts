@@ -13,7 +13,8 @@ import { VerifiedTokenCache } from '../../src/http/plugins/tokenCache.js'
 import { ServiceMetrics } from '../../src/http/serviceMetrics.js'
 import { RouteMap } from '../../src/domain/routeMap.js'
 import { BENCH_ROUTE_MAP } from '../../bench/seed.js'
-import { buildTestApp, onboard, register, type TestApp } from '../helper.js'
+import { buildTestApp, onboard, type TestApp } from '../helper.js'
+import { listeningWithClerk } from '../support/gatewayClerk.js'
 
 const SERVICE_HEADERS = ['content-type', 'content-length', 'x-content-type-options', 'x-authz-user-id', 'x-authz-merchant-id'] as const
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -57,17 +58,6 @@ async function compareBothWays(t: Test, ta: TestApp, base: string, { method, url
 }
 
 /** The three ways every case is sent: with the token, without one, with a client request id. */
-/** m1's owner and a clerk holding orders:read in m1, the clerk's Authorization header, and the app listening on a free port. */
-async function listeningWithClerk(t: Test, ta: TestApp) {
-  const owner = await onboard(ta, 'm1')
-  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' }, ta.tokenFor(owner))
-  const grant = await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: { command: 'grant-role-permission', data: { obj: 'orders', act: 'read', domain: 'm1' } } })
-  t.equal(grant.statusCode, 200)
-  const authorization = `Bearer ${ta.tokenFor(clerk)}`
-  await ta.app.listen({ host: '127.0.0.1', port: 0 })
-  return { owner, clerk, authorization, base: `http://127.0.0.1:${(ta.app.server.address() as AddressInfo).port}` }
-}
-
 const callerVariants = (authorization: string) =>
   [
     ['with the token', { authorization }],
@@ -209,6 +199,7 @@ t.test('the fast path takes only the common case: a cached token, a plain query,
     replica: { isStale: () => stale, revisionText: '7' },
     cachedAccount: (header) => cachedAccount(verified, ta.service.accounts, credentialsRule('secret'), header),
     stopping: () => stopping,
+    recorder: ta.service.decisionLog,
   })
   // Whatever the fast path declines is answered 599 here, where Fastify would take it, with the body Fastify would read.
   const server: Server = createServer((request, response) => {

@@ -8,7 +8,11 @@ import { mappedPair, type ForwardAuthAsk, type RouteMap } from '../../domain/rou
 import type { ServiceMetrics } from '../serviceMetrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
 import { checkPermission, checkPermissions, checkSubject, forwardAuthAllows, type CheckContext } from '../../commands/permissionQueries.js'
+import type { DecisionRecorder } from '../../decisionLog/recorder.js'
+import { handOver, handOverNoRoute, originalRequest, type AskedBy } from '../decisionHandOver.js'
+import { echoedRequestId } from '../requestId.js'
 import { success } from '../envelope.js'
+import { DECISION_ID_HEADER, nextDecisionId } from '../../decisionLog/decisionId.js'
 import { MAX_BATCH_CHECKS } from '../plainBatch.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Act, CommandBody, Domain, Lang, MinRevision, Obj, ReadQuery, UserId, bearer, responses } from '../../schemas/common.js'
@@ -71,6 +75,15 @@ export function forwardAuthPair(query: Pick<Static<typeof VerifyQuery>, 'obj' | 
   return mappedPair(routeMap, method, uri)
 }
 
+/** Forward auth's decision, handed to the decision log as it is made (a `no_route` deny when there was no pair to ask about). */
+export function forwardAuthDecides(ctx: CheckContext, recorder: DecisionRecorder, account: Account, ask: ForwardAuthAsk, asked: AskedBy): boolean {
+  if (ask === null || 'ambiguous' in ask) {
+    handOverNoRoute(recorder, account, asked)
+    return false
+  }
+  return checkPermission(ctx, account, ask, handOver(recorder, account, asked))
+}
+
 /** Forward auth's answer: `allowed` with the identity headers for the upstream, else 403 `300` (`303` for an ambiguous path). */
 function answerForwardAuth(request: FastifyRequest, reply: FastifyReply, account: Account, ask: ForwardAuthAsk, allowed: boolean, status: 200 | 204): void {
   if (ask !== null && 'ambiguous' in ask) {
@@ -90,10 +103,12 @@ export interface AuthzRouteOptions {
   metrics: Pick<ServiceMetrics, 'decision'>
   /** The forward-auth route map, when ROUTE_MAP_PATH is set. */
   routeMap: RouteMap | null
+  /** Where gateway decisions are handed after evaluation. */
+  recorder: DecisionRecorder
 }
 
 /** The gateway's hot path: answers from memory only. */
-export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (app, { ctx, routeMap, metrics }) => {
+export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (app, { ctx, routeMap, metrics, recorder }) => {
   app.get(
     '/v2/authz/verify',
     {
@@ -108,8 +123,13 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     (request, reply) => {
       const account = callerOf(request).account
       const ask = forwardAuthPair(request.query, request.headers, routeMap)
-      const allowed = forwardAuthAllows(ctx, account, ask)
+      const decisionId = nextDecisionId()
+      const { method, path } = originalRequest(request.headers)
+      const asked: AskedBy = { source: 'verify', decisionId, caller: null, requestId: echoedRequestId(request), request: request.raw, method, path }
+      const allowed = forwardAuthDecides(ctx, recorder, account, ask, asked)
       metrics.decision('verify', allowed)
+      // Set before a refusal is thrown: the error's answer keeps the headers set on the reply.
+      reply.header(DECISION_ID_HEADER, decisionId)
       answerForwardAuth(request, reply, account, ask, allowed, 204)
     },
   )
@@ -133,8 +153,13 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
         reply.send(success(explainCheck(ctx, callerOf(request), query.user_id, query)))
         return
       }
-      const allowed = checkPermission(ctx, checkSubject(ctx, callerOf(request), query.user_id), query)
+      const caller = callerOf(request).account
+      const subject = checkSubject(ctx, callerOf(request), query.user_id)
+      const decisionId = nextDecisionId()
+      const onDecision = handOver(recorder, subject, { source: 'check', decisionId, caller, requestId: echoedRequestId(request), request: request.raw })
+      const allowed = checkPermission(ctx, subject, query, onDecision)
       metrics.decision('check', allowed)
+      reply.header(DECISION_ID_HEADER, decisionId)
       reply.type('application/json; charset=utf-8').send(allowed ? ANSWERS.true : ANSWERS.false)
     },
   )
@@ -155,9 +180,14 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
     },
     handler: (request, reply) => {
       const account = callerOf(request).account
-      const ask = mappedPair(routeMap, request.method, request.url.slice(VERIFY_PREFIX.length))
-      const allowed = forwardAuthAllows(ctx, account, ask)
+      const original = request.url.slice(VERIFY_PREFIX.length)
+      const ask = mappedPair(routeMap, request.method, original)
+      const decisionId = nextDecisionId()
+      const asked: AskedBy = { source: 'ext_authz', decisionId, caller: null, requestId: echoedRequestId(request), request: request.raw, method: request.method, path: original }
+      const allowed = forwardAuthDecides(ctx, recorder, account, ask, asked)
       metrics.decision('verify', allowed)
+      // Set before a refusal is thrown: the error's answer keeps the headers set on the reply.
+      reply.header(DECISION_ID_HEADER, decisionId)
       answerForwardAuth(request, reply, account, ask, allowed, 200)
     },
   })
@@ -180,10 +210,15 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
         reply.send(success({ results: explainChecks(ctx, callerOf(request), data.user_id, data.checks) }))
         return
       }
-      const results = checkPermissions(ctx, checkSubject(ctx, callerOf(request), data.user_id), data.checks)
+      const caller = callerOf(request).account
+      const subject = checkSubject(ctx, callerOf(request), data.user_id)
+      const decisionId = nextDecisionId()
+      const onDecision = handOver(recorder, subject, { source: 'check_batch', decisionId, caller, requestId: echoedRequestId(request), request: request.raw })
+      const results = checkPermissions(ctx, subject, data.checks, onDecision)
       const allowedCount = results.filter((r) => r.allowed).length
       if (allowedCount > 0) metrics.decision('check_batch', true, allowedCount)
       if (allowedCount < results.length) metrics.decision('check_batch', false, results.length - allowedCount)
+      reply.header(DECISION_ID_HEADER, decisionId)
       reply.send(success({ results }))
     },
   )

@@ -1,0 +1,193 @@
+import type { Account } from '../domain/principals.js'
+import { clientAddress, type ProxyTrust } from '../domain/clientIp.js'
+import { truncateAddress, type AddressPrefix } from '../domain/addressPrefix.js'
+import type { DecisionLogMode } from '../domain/decisionLogSettings.js'
+import { REASON_NAMES, allows, namesARow, type ReasonCode } from '../engine/explain.js'
+import type { DecisionEvent, DecisionReason, DecisionSource, ShadowComparer } from './event.js'
+import type { SinkPipeline } from './pipeline.js'
+
+
+export interface RecorderSettings {
+  mode: DecisionLogMode
+  /** The fraction of allows kept under `all`. */
+  allowSample: number
+  /** Keep the original request's query in `path` (verify, ext_authz). */
+  includeQuery: boolean
+  clientIpPrefix: AddressPrefix
+  trustProxy: ProxyTrust
+  /** This process's name in events. */
+  replica: string
+  /** The first 12 hex digits of the loaded model text's SHA-256. */
+  modelId: string
+}
+
+/** What the deciding evaluation leaves besides its code: the row, read right after it. */
+interface RuleSource {
+  decidingRule(): string[] | null
+}
+
+/** A reason beyond the evaluation's codes: forward auth with no pair to ask about. */
+export type DecisionOutcome = ReasonCode | 'no_route'
+
+/**
+ * A decision as the hot path hands it over: references to what the request
+ * and the evaluation already hold, nothing formatted. Turned into an event
+ * after the answer was written.
+ */
+interface Pending {
+  source: DecisionSource
+  id: string
+  subject: Account
+  caller: Account | null
+  domain: string
+  obj: string
+  act: string
+  outcome: DecisionOutcome
+  rule: string[] | null
+  requestId: string
+  peer: string | undefined
+  forwardedFor: string | undefined
+  method: string | undefined
+  path: string | undefined
+}
+
+/** RFC 3339 in UTC with microseconds, from milliseconds since the epoch (with a fraction). */
+export function rfc3339Micros(ms: number): string {
+  const whole = Math.floor(ms)
+  const micros = Math.floor((ms - whole) * 1000)
+  return `${new Date(whole).toISOString().slice(0, 23)}${String(micros).padStart(3, '0')}Z`
+}
+
+/**
+ * The decision log's front: the gateway's routes ask wants() and, when it
+ * says so, hand a decision to decided() right after its evaluation. The
+ * event is built, compared with the shadow model, kept or sampled out and
+ * handed to each sink's pipeline on a later turn of the event loop
+ * (setImmediate, one turn for all the decisions of the turn before), so the
+ * answer never waits for any of it.
+ */
+export class DecisionRecorder {
+  private pending: Pending[] = []
+  private at: number[] = []
+  private revisions: number[] = []
+  private scheduled = false
+  private readonly active: boolean
+
+  constructor(
+    private readonly settings: RecorderSettings,
+    readonly pipelines: readonly SinkPipeline[],
+    private readonly rules: RuleSource,
+    private readonly revision: () => number,
+    private readonly shadow: ShadowComparer | null = null,
+  ) {
+    this.active = settings.mode !== 'off' && pipelines.length > 0
+  }
+
+  /** Whether a decision with this answer is to be handed over (the shadow model asks about every one). */
+  wants(allowed: boolean): boolean {
+    return this.shadow !== null || (this.active && (!allowed || this.settings.mode === 'all'))
+  }
+
+  /**
+   * One decision, handed over right after its evaluation (the deciding
+   * row is read here, before the next decision replaces it). `caller` is
+   * who asked when it was about another user; `method` and `path` the
+   * original request's, for verify and ext_authz.
+   */
+  decided(
+    source: DecisionSource,
+    id: string,
+    subject: Account,
+    caller: Account | null,
+    domain: string,
+    obj: string,
+    act: string,
+    outcome: DecisionOutcome,
+    requestId: string,
+    peer: string | undefined,
+    forwardedFor: string | undefined,
+    method?: string,
+    path?: string,
+  ): void {
+    const rule = outcome !== 'no_route' && namesARow(outcome) ? this.rules.decidingRule() : null
+    this.pending.push({ source, id, subject, caller, domain, obj, act, outcome, rule, requestId, peer, forwardedFor, method, path })
+    this.at.push(performance.timeOrigin + performance.now())
+    this.revisions.push(this.revision())
+    if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => this.flush())
+    }
+  }
+
+  /** Builds the events of the decisions handed over so far and queues the kept ones for every sink. */
+  flush(): void {
+    this.scheduled = false
+    const { pending, at, revisions } = this
+    this.pending = []
+    this.at = []
+    this.revisions = []
+    for (let i = 0; i < pending.length; i++) {
+      const decision = pending[i] as Pending
+      const allowed = decision.outcome !== 'no_route' && allows(decision.outcome)
+      const reason: DecisionReason =
+        decision.outcome === 'no_route'
+          ? { kind: 'no_route' }
+          : decision.rule === null
+            ? { kind: REASON_NAMES[decision.outcome] }
+            : { kind: REASON_NAMES[decision.outcome], rule: decision.rule }
+      const shadow =
+        this.shadow === null || decision.outcome === 'no_route'
+          ? null
+          : this.shadow.compare({ account: decision.subject, domain: decision.domain, obj: decision.obj, act: decision.act, allowed, reason })
+      if (!this.keeps(allowed, shadow !== null)) continue
+      const event = this.event(decision, allowed, reason, at[i] as number, revisions[i] as number)
+      if (shadow !== null) event.shadow = shadow
+      for (const pipeline of this.pipelines) pipeline.push(event)
+    }
+  }
+
+  private keeps(allowed: boolean, disagreed: boolean): boolean {
+    if (!this.active) return false
+    if (disagreed || !allowed) return true
+    const { mode, allowSample } = this.settings
+    return mode === 'all' && (allowSample >= 1 || Math.random() < allowSample)
+  }
+
+  /** The event: exactly section 15's fields, and nothing read from a header but the client's address and the original method and path. */
+  private event(decision: Pending, allowed: boolean, reason: DecisionReason, at: number, revision: number): DecisionEvent {
+    const { subject } = decision
+    const address = clientAddress(decision.peer, decision.forwardedFor, this.settings.trustProxy)
+    const event: DecisionEvent = {
+      decision_id: decision.id,
+      time: rfc3339Micros(at),
+      source: decision.source,
+      subject: { user_id: subject.id, principal_type: subject.principal_type, merchant_id: subject.merchant_id, sub_role_code: subject.sub_role_code },
+      ...(decision.caller !== null && decision.caller.id !== subject.id ? { caller_id: decision.caller.id } : {}),
+      domain: decision.domain,
+      obj: decision.obj,
+      act: decision.act,
+      allowed,
+      reason,
+      policy_revision: revision,
+      model_id: this.settings.modelId,
+      replica: this.settings.replica,
+      request_id: decision.requestId,
+      client_ip: address === null ? '' : truncateAddress(address, this.settings.clientIpPrefix),
+    }
+    if (decision.method !== undefined) event.method = decision.method
+    if (decision.path !== undefined) event.path = this.settings.includeQuery ? decision.path : withoutQuery(decision.path)
+    return event
+  }
+
+  /** Flushes what was handed over and lets every sink write until `deadline` (ms since the epoch); then closes them. */
+  async close(deadline: number): Promise<void> {
+    this.flush()
+    await Promise.all(this.pipelines.map((pipeline) => pipeline.close(deadline)))
+  }
+}
+
+/** A path without its query (and fragment). */
+function withoutQuery(path: string): string {
+  const mark = path.search(/[?#]/)
+  return mark < 0 ? path : path.slice(0, mark)
+}
