@@ -32,6 +32,9 @@ export const TABLE_PRIVILEGES = {
   login_successes: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
   // Logged-out tokens, deleted once expired.
   ended_tokens: ['SELECT', 'INSERT', 'DELETE'],
+  // Decision events, written by the `postgres` sink; whole days are dropped by decision_events_maintain(), which
+  // runs as the table's owner.
+  decision_events: ['SELECT', 'INSERT'],
 } as const satisfies Record<string, readonly TablePrivilege[]>
 
 /** The role the service connects as lacks privileges it needs (each as `PRIVILEGE ON object`). */
