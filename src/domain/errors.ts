@@ -40,6 +40,7 @@ export const errorTable = {
     responseCode: '111',
     meaning: 'a grant, deny or override of a `platform` pair (catalog `scope`: system-owner users only) in a merchant domain or for a merchant user',
   },
+  DECISION_CURSOR_INVALID: { status: 400, responseCode: '114', meaning: '`cursor` is not a `next_cursor` the decisions list gave' },
   UNAUTHENTICATED: { status: 401, responseCode: '200', meaning: 'no token' },
   INVALID_TOKEN: {
     status: 401,

@@ -37,6 +37,7 @@ import { profileRoutes } from './routes/profile.js'
 import { auditVerificationRoutes } from './routes/auditVerification.js'
 import { merchantRoutes } from './routes/merchants.js'
 import { subRoleRoutes } from './routes/subRoles.js'
+import { decisionRoutes } from './routes/decisions.js'
 import { ErrorEnvelope } from '../schemas/common.js'
 import { createValidatorCompiler } from '../schemas/validation.js'
 
@@ -184,6 +185,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       await rest.register(subRoleRoutes, { ctx: service })
       await rest.register(merchantRoutes, { ctx: service })
       await rest.register(auditVerificationRoutes, { ctx: service })
+      await rest.register(decisionRoutes, { ctx: service })
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).
