@@ -47,7 +47,7 @@ export async function insertDecisionEvents(q: Queryable, events: readonly Decisi
   }
   await q.query(
     `INSERT INTO decision_events (decision_id, time, user_id, merchant_id, domain, obj, act, allowed, event)
-     SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::jsonb[])`,
+     SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::json[])`,
     [
       columns.decision_id,
       columns.time,
