@@ -19,6 +19,11 @@ export const DEFAULT_DECISIONS_LIMIT = 50
 /** The key's time as the table gives it back: UTC, microseconds. */
 const KEY_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
+function sameSecond(time: string): boolean {
+  const parsed = new Date(time)
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 19) === time.slice(0, 19)
+}
+
 /** A cursor is the last listed event's key, opaque to clients: they page, they do not seek. */
 export function encodeDecisionCursor(key: DecisionKey): string {
   return Buffer.from(JSON.stringify([key.time, key.decision_id])).toString('base64url')
@@ -34,7 +39,8 @@ export function decodeDecisionCursor(cursor: string): DecisionKey {
   }
   if (!Array.isArray(parsed) || parsed.length !== 2) throw new ServiceError('DECISION_CURSOR_INVALID')
   const [time, id] = parsed as unknown[]
-  if (typeof time !== 'string' || !KEY_TIME.test(time) || Number.isNaN(Date.parse(time))) throw new ServiceError('DECISION_CURSOR_INVALID')
+  // The round trip refuses what the pattern lets through and the database would not read (February 31st).
+  if (typeof time !== 'string' || !KEY_TIME.test(time) || !sameSecond(time)) throw new ServiceError('DECISION_CURSOR_INVALID')
   if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new ServiceError('DECISION_CURSOR_INVALID')
   return { time, decision_id: id }
 }

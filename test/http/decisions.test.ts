@@ -84,7 +84,7 @@ t.test('list-decisions', async (t) => {
   })
 
   t.test('a cursor the list did not give is 400 114; limits are bounded', async (t) => {
-    for (const bad of ['bm90LWpzb24', Buffer.from('["yesterday","a0"]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url'), Buffer.from('["2030-03-01T10:00:00.000000Z",""]').toString('base64url')]) {
+    for (const bad of ['bm90LWpzb24', Buffer.from('["yesterday","a0"]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url'), Buffer.from('["2030-03-01T10:00:00.000000Z",""]').toString('base64url'), Buffer.from('["2030-02-31T10:00:00.000000Z","a0"]').toString('base64url')]) {
       const { status, body } = await list(`?cursor=${bad}`)
       t.equal(status, 400, bad)
       t.equal(body.response_code, '114', bad)
