@@ -225,3 +225,41 @@ export function translator(lang) {
   const messages = MESSAGES[lang] ?? MESSAGES.en
   return (key, params = {}) => (messages[key] ?? MESSAGES.en[key] ?? key).replace(/\{(\w+)\}/g, (_, name) => String(params[name] ?? ''))
 }
+
+// The decisions screen (console/decisions.js).
+Object.assign(MESSAGES.en, {
+  decisions: 'Decisions',
+  decisionShown: 'Show',
+  decisionDenies: 'Denials',
+  decisionAll: 'All decisions',
+  decisionAllows: 'Allows',
+  decisionUser: 'User id',
+  decisionUserInvalid: 'A user id looks like 3f0c4b7e-9a3b-4c7e-9d2a-1b2c3d4e5f60.',
+  decisionFrom: 'From',
+  decisionTo: 'Until',
+  decisionOutcome: 'Outcome',
+  decisionAllowed: 'allowed',
+  decisionDenied: 'denied',
+  decisionId: 'Decision id',
+  reason_deactivated: 'the account is deactivated',
+  reason_no_route: 'no route names a permission',
+  reason_stale_policy: 'the policy could not be confirmed current',
+})
+Object.assign(MESSAGES.es, {
+  decisions: 'Decisiones',
+  decisionShown: 'Mostrar',
+  decisionDenies: 'Denegaciones',
+  decisionAll: 'Todas las decisiones',
+  decisionAllows: 'Permitidas',
+  decisionUser: 'Id de usuario',
+  decisionUserInvalid: 'Un id de usuario tiene la forma 3f0c4b7e-9a3b-4c7e-9d2a-1b2c3d4e5f60.',
+  decisionFrom: 'Desde',
+  decisionTo: 'Hasta',
+  decisionOutcome: 'Resultado',
+  decisionAllowed: 'permitida',
+  decisionDenied: 'denegada',
+  decisionId: 'Id de decisión',
+  reason_deactivated: 'la cuenta está desactivada',
+  reason_no_route: 'ninguna ruta indica un permiso',
+  reason_stale_policy: 'no se pudo confirmar que la política esté al día',
+})

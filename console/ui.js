@@ -106,14 +106,14 @@ export const grantableIn = (catalog, domain, user = null) =>
   catalog.filter((e) => e.scope !== 'platform' || (domain === 'global' && user?.principal_type !== 'merchant'))
 
 /** A select of catalog pairs (`obj:act`), grouped as the catalog groups them. */
-export function PairSelect({ id, catalog, value, onChange }) {
+export function PairSelect({ id, catalog, value, onChange, required = true }) {
   const groups = new Map()
   for (const entry of catalog ?? []) {
     const list = groups.get(entry.group_name) ?? []
     list.push(entry)
     groups.set(entry.group_name, list)
   }
-  return html`<select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)} required>
+  return html`<select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)} required=${required}>
     <option value="">—</option>
     ${[...groups].map(
       ([group, entries]) => html`<optgroup label=${group}>

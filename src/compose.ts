@@ -27,6 +27,7 @@ import { requirePrivileges } from './storage/privileges.js'
 import { currentRevision } from './storage/revision.js'
 import type { DecisionRecorder } from './decisionLog/recorder.js'
 import { openDecisionLog, type DecisionLogParts } from './decisionLog/sinks.js'
+import { postgresDecisionSink } from './decisionLog/postgresSink.js'
 import { listSubRoles } from './storage/subRoles.js'
 
 export interface Logger {
@@ -147,7 +148,13 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     const logSettings = options.follow === false ? { ...config.decisionLog, mode: 'off' as const } : config.decisionLog
     const decisionLog = openDecisionLog(
       { ...logSettings, trustProxy: config.trustProxy, replica: hostname(), modelId: modelId(model.text) },
-      { rules: engine, revision: () => replica.revision, ...options.decisionLog, ...(options.log ? { log: options.log } : {}) },
+      {
+        rules: engine,
+        revision: () => replica.revision,
+        makePostgresSink: () => postgresDecisionSink(db, { retentionDays: config.decisionLog.retentionDays }),
+        ...options.decisionLog,
+        ...(options.log ? { log: options.log } : {}),
+      },
     )
 
     if (options.follow !== false) {

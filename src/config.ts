@@ -80,6 +80,7 @@ const EnvSchema = Type.Object({
   DECISION_LOG_SINK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
   DECISION_LOG_FILE_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 2 ** 40, default: 100 * 1024 * 1024 }),
   DECISION_LOG_FILE_MAX_FILES: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
+  DECISION_LOG_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 7 }),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -419,6 +420,7 @@ function decisionLogConfig(env: Env): DecisionLogConfig {
     sinkTimeoutMs: env.DECISION_LOG_SINK_TIMEOUT_MS,
     fileMaxBytes: env.DECISION_LOG_FILE_MAX_BYTES,
     fileMaxFiles: env.DECISION_LOG_FILE_MAX_FILES,
+    retentionDays: env.DECISION_LOG_RETENTION_DAYS,
   }
 }
 

@@ -26,4 +26,6 @@ export interface DecisionLogConfig {
   sinkTimeoutMs: number
   fileMaxBytes: number
   fileMaxFiles: number
+  /** DECISION_LOG_RETENTION_DAYS: days of events the `postgres` sink keeps. */
+  retentionDays: number
 }

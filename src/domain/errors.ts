@@ -56,6 +56,7 @@ export const errorTable = {
     responseCode: '121',
     meaning: 'apply-permission-changes: two changes of the list act on the same holder, domain and pair with different kinds; `errors` names `changes.<index>` of the later one',
   },
+  DECISION_CURSOR_INVALID: { status: 400, responseCode: '114', meaning: '`cursor` is not a `next_cursor` the decisions list gave' },
   UNAUTHENTICATED: { status: 401, responseCode: '200', meaning: 'no token' },
   INVALID_TOKEN: {
     status: 401,

@@ -38,6 +38,7 @@ import { auditVerificationRoutes } from './routes/auditVerification.js'
 import { merchantRoutes } from './routes/merchants.js'
 import { subRoleRoutes } from './routes/subRoles.js'
 import { changeRoutes } from './routes/changes.js'
+import { decisionRoutes } from './routes/decisions.js'
 import { ErrorEnvelope } from '../schemas/common.js'
 import { createValidatorCompiler } from '../schemas/validation.js'
 
@@ -186,6 +187,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       await rest.register(merchantRoutes, { ctx: service })
       await rest.register(auditVerificationRoutes, { ctx: service })
       await rest.register(changeRoutes, { ctx: service })
+      await rest.register(decisionRoutes, { ctx: service })
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).

@@ -35,6 +35,9 @@ export const TABLE_PRIVILEGES = {
   // The change stream's items, pruned past CHANGE_RETENTION_DAYS, and the newest revision pruned.
   change_items: ['SELECT', 'INSERT', 'DELETE'],
   change_horizon: ['SELECT', 'UPDATE'],
+  // Decision events, written by the `postgres` sink; whole days are dropped by decision_events_maintain(), which
+  // runs as the table's owner.
+  decision_events: ['SELECT', 'INSERT'],
 } as const satisfies Record<string, readonly TablePrivilege[]>
 
 /** The role the service connects as lacks privileges it needs (each as `PRIVILEGE ON object`). */

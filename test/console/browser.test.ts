@@ -6,6 +6,10 @@ import { chromium } from 'playwright-core'
 import { TEST_SECRET, tempDir } from '../helper.js'
 import { processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
+import { decisionEvent } from '../support/decisionEvents.js'
+import type { Account } from '../../src/domain/principals.js'
+import { insertDecisionEvents } from '../../src/storage/decisionEvents.js'
+import { openPGlite } from '../../src/storage/pglite.js'
 
 onceOnPGlite("the console's pages in a browser; the routes behind them run on both back ends in the HTTP tests")
 
@@ -321,6 +325,65 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.equal((await apiCall('POST', '/v2/auth/login', null, { command: 'login', data: { email: 'owner@shop-a.example', password: 'owner-pass-456' } })).status, 200, 'the new password works')
     await open('Accounts')
     await t.resolves(page.getByRole('link', { name: 'clerk1@shop-a.example' }).waitFor(), 'the console keeps working on the fresh token')
+  })
+
+  await t.test('decisions: denials first, filtered by user, pair and time, each row opening its user', async (t) => {
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByRole('button', { name: 'Sign in' }).waitFor()
+    const token = await login(ROOT_EMAIL, ROOT_PASSWORD)
+    const shopB = (await apiCall('GET', '/v2/admin/accounts?merchant_id=shop-b', token)).json.data.items[0] as unknown as Account
+    const clerk = (await apiCall('GET', `/v2/admin/accounts/${clerkId}`, token)).json.data as unknown as Account
+    // The embedded store is the server's alone while it runs: it is stopped, the events written, and it starts again.
+    await server.stop()
+    const store = await openPGlite(db.dir as string)
+    const at = (minute: number) => `2030-06-01T09:${String(minute).padStart(2, '0')}:00.000000Z`
+    await insertDecisionEvents(store, [
+      decisionEvent(clerk, { decision_id: 'dec-1', time: at(1), obj: 'orders', act: 'cancel', allowed: false }),
+      decisionEvent(clerk, { decision_id: 'dec-2', time: at(2), obj: 'orders', act: 'refund', allowed: true, reason: { kind: 'role', rule: ['clerk', 'shop-a', 'orders', 'refund', 'allow'] } }),
+      decisionEvent(clerk, { decision_id: 'dec-3', time: at(3), obj: 'orders', act: 'refund', allowed: false, reason: { kind: 'user_deny' } }),
+      decisionEvent(shopB, { decision_id: 'dec-4', time: at(4), obj: 'orders', act: 'read', allowed: false }),
+    ])
+    await store.close()
+    const restarted = await startServer(t, { env: { DATABASE_URL: db.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'warn', PORT: String(server.port) }, name: 'console server, again' })
+    t.equal(restarted.base, server.base, 'the same origin, so the tab keeps its session')
+
+    await signIn(ROOT_EMAIL, ROOT_PASSWORD)
+    await open('Decisions')
+    const rows = page.locator('tr[data-decision]')
+    await rows.first().waitFor()
+    t.same(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-decision'))), ['dec-4', 'dec-3', 'dec-1'], 'denials only at first, newest first')
+    await page.getByLabel('Show').selectOption('all')
+    await page.getByLabel('User id').fill(clerkId)
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.locator('tr[data-decision="dec-2"]').waitFor()
+    t.same(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-decision'))), ['dec-3', 'dec-2', 'dec-1'], "all of the user's decisions")
+    await page.locator('tr[data-decision="dec-2"]').getByText('granted to the sub-role').waitFor()
+    await page.getByLabel('Permission', { exact: true }).selectOption('orders:refund')
+    // datetime-local is in the browser's zone, which is this process's: 09:02:30 UTC as local time.
+    const from = new Date('2030-06-01T09:02:30Z')
+    const pad = (n: number) => String(n).padStart(2, '0')
+    const local = `${from.getFullYear()}-${pad(from.getMonth() + 1)}-${pad(from.getDate())}T${pad(from.getHours())}:${pad(from.getMinutes())}:${pad(from.getSeconds())}`
+    await page.getByLabel('From').fill(local)
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.locator('tr[data-decision="dec-2"]').waitFor({ state: 'detached' })
+    t.same(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-decision'))), ['dec-3'], 'the pair and the time narrow it')
+    await page.screenshot({ path: join(shots, 'decisions.png') })
+    await page.locator('tr[data-decision="dec-3"]').getByRole('link', { name: clerkId }).click()
+    await page.getByRole('heading', { name: 'clerk1@shop-a.example' }).waitFor()
+    t.equal(new URL(page.url()).hash, `#/users/${clerkId}`, "the row opens the user's explanation")
+    await page.locator('tr[data-pair="orders:refund"]').getByText('granted to the sub-role').waitFor()
+
+    await page.getByLabel('Language').selectOption('es')
+    await open('Decisiones')
+    await page.getByRole('columnheader', { name: 'Resultado' }).waitFor()
+    t.ok(await page.locator('tr[data-decision="dec-4"]').getByText('denegada').isVisible(), 'in Spanish')
+    await page.getByLabel('Idioma').selectOption('en')
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await signIn('owner@shop-a.example', 'owner-pass-456')
+    await open('Decisions')
+    await page.locator('tr[data-decision="dec-3"]').waitFor()
+    t.equal(await page.locator('tr[data-decision="dec-4"]').count(), 0, "a merchant admin never sees another merchant's decisions")
   })
 
   t.same(failures, [], 'no script error, no CSP refusal')

@@ -119,3 +119,18 @@ t.test('DECISION_LOG=off: nothing, and the answers are the same', async (t) => {
   await new Promise((resolve) => setTimeout(resolve, 50))
   t.equal(events().length, 0)
 })
+
+t.test('DECISION_LOG_SINKS=postgres: a refused check reaches GET /v2/admin/decisions, with its id and reason', async (t) => {
+  const service = await buildTestService(t, { env: { ROUTE_MAP_PATH: BENCH_ROUTE_MAP, DECISION_LOG_SINKS: 'postgres', DECISION_LOG_BATCH_MS: '0' } })
+  const ta = await buildTestApp(t, { service })
+  const { clerk, authorization, base } = await listeningWithClerk(t, ta)
+  const denied = await fetch(`${base}/v2/authz/check?obj=orders&act=refund`, { headers: { authorization } })
+  const id = denied.headers.get('x-decision-id')
+  t.same((await denied.json()) as unknown, { response_code: '001', response_text: 'Success', data: { allowed: false } })
+  type Listed = { items: Array<{ decision_id: string; allowed: boolean; obj: string; act: string; reason: { kind: string } }> }
+  const listed = async () =>
+    ((await ta.call({ method: 'GET', url: `/v2/admin/decisions?user_id=${clerk.id}` })).json() as { data: Listed }).data.items
+  t.ok(await eventually(async () => (await listed()).some((item) => item.decision_id === id)), 'the stored decision is listed')
+  const item = (await listed()).find((entry) => entry.decision_id === id)
+  t.match(item, { allowed: false, obj: 'orders', act: 'refund', reason: { kind: 'none' } })
+})

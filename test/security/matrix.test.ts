@@ -22,8 +22,11 @@ import t from 'tap'
 import type { PermissionDeclaration } from '../../src/domain/permissions.js'
 import { UUID_PATTERN } from '../../src/domain/identifiers.js'
 import type { Account } from '../../src/domain/principals.js'
+import type { Queryable } from '../../src/storage/db.js'
+import { insertDecisionEvents } from '../../src/storage/decisionEvents.js'
 import { insertRule } from '../../src/storage/policyRows.js'
 import { backend, buildTestApp, buildTestService, onboard, register, type TestApp } from '../helper.js'
+import { decisionEvent } from '../support/decisionEvents.js'
 import { errorShapeProblems } from '../support/envelope.js'
 import { decodePayload, sign } from '../support/jwt.js'
 import { apiRoutes, changedTables, cheapPasswords, declaredRoutes, fingerprint, type DeclaredRoute, type SchemaNode } from '../support/security.js'
@@ -62,6 +65,8 @@ interface UserModel {
 }
 
 type UserKind = 'm1_user' | 'm2_user' | 'system_user' | 'unknown' | 'absent'
+/** The users a route's cells are about, made afresh for each route that takes one. */
+const TARGET_KINDS = ['m1_user', 'm2_user', 'system_user'] as const
 const USERS: Record<UserKind, UserModel | null> = {
   m1_user: { principal: 'merchant', merchant: 'm1' },
   m2_user: { principal: 'merchant', merchant: 'm2' },
@@ -123,6 +128,8 @@ interface Rule {
   decide(cell: Cell): Outcome
   /** What must hold of a successful answer's data, beyond its status: null when it does. */
   inspect?(cell: Cell, data: unknown): string | null
+  /** Rows the route lists, written once its targets exist and before its first cell. */
+  seed?(db: Queryable, targets: Targets): Promise<void>
 }
 
 /** A merchant caller's lists hold its own merchant's entries only. */
@@ -183,6 +190,27 @@ const RULES: Record<string, Rule> = {
   },
   // The stream ends after CHANGE_STREAM_MAX_MS (short in the tests); its events are checked in test/http/changes.test.ts.
   'GET /v2/admin/changes/stream': { dimensions: [], decide: () => ok(200, 'holds permission:read') },
+  'GET /v2/admin/decisions': {
+    dimensions: ['optional_user'],
+    decide: () => ok(200, 'holds permission:read; a user out of reach is a filter that matches nothing'),
+    // One decision about each target: exactly those in the caller's reach and the filter are listed.
+    seed: (db, targets) =>
+      insertDecisionEvents(
+        db,
+        TARGET_KINDS.map((kind, i) =>
+          decisionEvent(
+            { id: targets.ids[kind] ?? UNKNOWN_ID, principal_type: USERS[kind]?.principal ?? 'merchant', merchant_id: USERS[kind]?.merchant ?? null, sub_role_code: 'matrix_target' },
+            { decision_id: `matrix-${kind}`, time: `2030-04-01T00:00:0${i}.000000Z`, ...HELD },
+          ),
+        ),
+      ),
+    inspect: ({ caller, user }, data) => {
+      const listed = ((data as { items?: Array<{ decision_id: string }> }).items ?? []).map((item) => item.decision_id).sort()
+      const wanted = TARGET_KINDS.filter((kind) => (user === undefined || user === 'absent' || user === kind) && reachable(caller, USERS[kind]))
+      const expectedIds = wanted.map((kind) => `matrix-${kind}`).sort()
+      return JSON.stringify(listed) === JSON.stringify(expectedIds) ? null : `listed ${listed.join(', ') || 'nothing'}, expected ${expectedIds.join(', ') || 'nothing'}`
+    },
+  },
   'GET /v2/admin/accounts': { dimensions: ['merchant'], decide: () => ok(200, 'holds admin:read'), inspect: ownMerchantOnly('merchant_id') },
   'GET /v2/admin/accounts/:userId': {
     dimensions: ['user'],
@@ -553,6 +581,7 @@ t.test(`authorisation matrix over every declared route (${backend})`, async (t) 
       targets.ids.system_user = (await register(ta, { email: `t${index}-so@matrix.example`, sub_role_code: 'matrix_target', password: PASSWORD })).id
       current = await fingerprint(db)
     }
+    if (rule?.seed !== undefined) await rule.seed(db, targets)
 
     await t.test(id, async (t: Test) => {
       const mismatches: string[] = []

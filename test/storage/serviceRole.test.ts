@@ -3,6 +3,7 @@ import { buildService } from '../../src/compose.js'
 import { grantRolePermission } from '../../src/commands/changeRolePermission.js'
 import { login } from '../../src/commands/login.js'
 import { loginLimits } from '../../src/domain/loginLimits.js'
+import { insertDecisionEvents, listDecisionEvents, maintainDecisionPartitions } from '../../src/storage/decisionEvents.js'
 import { migrate } from '../../src/storage/migrate.js'
 import { openPostgres } from '../../src/storage/pg.js'
 import { ROOT_EMAIL, ROOT_PASSWORD, backend, freshDatabase, postgresUrl, testConfig } from '../helper.js'
@@ -37,4 +38,21 @@ t.test('the service runs as a role that may only insert and read audit rows', as
   await t.rejects(limited.query("UPDATE permission_audit SET ip = 'x'"), { code: '42501' }, 'UPDATE is not granted')
   await t.rejects(limited.query('DELETE FROM permission_audit'), { code: '42501' }, 'DELETE is not granted')
   await t.rejects(limited.query('TRUNCATE permission_audit'), { code: '42501' })
+
+  // Decision events: written and read through the table, days made and dropped by the owner's function.
+  const event = {
+    decision_id: 'd-service-role',
+    time: '2030-05-02T08:00:00.000000Z',
+    subject: { user_id: account!.id, merchant_id: null },
+    domain: 'global',
+    obj: 'orders',
+    act: 'read',
+    allowed: false,
+  }
+  await maintainDecisionPartitions(limited, 7, '2030-05-02')
+  await insertDecisionEvents(limited, [event])
+  t.same((await listDecisionEvents(limited, { user_id: account!.id }, null, 10)).map((d) => d.event), [event], 'the sink writes and the list reads')
+  await maintainDecisionPartitions(limited, 7, '2030-05-20')
+  t.same(await listDecisionEvents(limited, {}, null, 10), [], 'retention drops the day')
+  await t.rejects(limited.query('DELETE FROM decision_events'), { code: '42501' }, 'rows are never deleted one by one')
 })

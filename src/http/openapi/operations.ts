@@ -329,6 +329,15 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     data: 'AuditPage',
     errors: [],
   },
+  'GET /v2/admin/decisions': {
+    operationId: 'list-decisions',
+    summary: 'List the logged gateway decisions, newest first.',
+    description:
+      "The events the `postgres` decision sink stored. Filters combine with AND; `next_cursor` is passed back as `cursor` for the next page. Merchant callers see only decisions about their own merchant's users.",
+    returns: 'one page of decision events and the cursor of the next',
+    data: 'DecisionsPage',
+    errors: ['DECISION_CURSOR_INVALID'],
+  },
 
   'GET /v2/admin/changes': {
     operationId: 'list-changes',
