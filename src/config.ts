@@ -57,6 +57,9 @@ const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000 }),
   MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 256 }),
   CONNECTION_LIMIT_EXEMPT: Type.String({ minLength: 1, default: 'loopback' }),
+  SHADOW_MODEL_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  // A fraction written out (`0.25`, `.5`, `1`): a number schema would take `true` as 1.
+  SHADOW_SAMPLE: Type.String({ pattern: '^(0(\\.[0-9]+)?|\\.[0-9]+|1(\\.0+)?)$', default: '1' }),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -156,13 +159,27 @@ export interface Config {
      */
     exempt: string[]
   }
+  /** SHADOW_MODEL_PATH, as start-up read it; null when no shadow model is configured. */
+  shadowModel: ShadowModelConfig | null
 }
 
+/** SHADOW_MODEL_PATH and SHADOW_SAMPLE: a second model asked every gateway decision (or the sample's share) after the answer. */
+export interface ShadowSettings {
+  path: string
+  /** The share of decisions also asked of the shadow, 0 to 1. */
+  sample: number
+}
+
+/** The shadow model's file as start-up read it: its text, or why it could not be read (the service then starts without a shadow). */
+export type ShadowModelConfig = ShadowSettings & ({ text: string } | { unreadable: string })
+
 /** The configuration as the environment gives it, before start-up reads and makes its files (src/startup.ts). */
-export type Settings = Omit<Config, 'jwt' | 'routeMap'> & {
+export type Settings = Omit<Config, 'jwt' | 'routeMap' | 'shadowModel'> & {
   jwt: JwtConfig | GeneratedKey
   /** ROUTE_MAP_PATH: the file start-up reads the route map from; null when none is configured. */
   routeMapPath: string | null
+  /** SHADOW_MODEL_PATH: the file start-up reads the shadow model from; null when none is configured. */
+  shadowModel: ShadowSettings | null
 }
 
 export class ConfigError extends Error {
@@ -324,5 +341,6 @@ export function readSettings(source: Record<string, string | undefined> = proces
       maxPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS,
       exempt: parseExempt(env.CONNECTION_LIMIT_EXEMPT),
     },
+    shadowModel: env.SHADOW_MODEL_PATH === undefined ? null : { path: resolve(env.SHADOW_MODEL_PATH), sample: Number(env.SHADOW_SAMPLE) },
   }
 }
