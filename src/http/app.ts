@@ -35,8 +35,10 @@ import { policyExportRoutes } from './routes/policyExport.js'
 import { permissionRoutes } from './routes/permissions.js'
 import { profileRoutes } from './routes/profile.js'
 import { auditVerificationRoutes } from './routes/auditVerification.js'
+import { modelShadowRoutes } from './routes/modelShadow.js'
 import { merchantRoutes } from './routes/merchants.js'
 import { subRoleRoutes } from './routes/subRoles.js'
+import { registerShadowMetrics } from './shadowMetrics.js'
 import { ErrorEnvelope } from '../schemas/common.js'
 import { createValidatorCompiler } from '../schemas/validation.js'
 
@@ -134,6 +136,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   // Registered first, so that every route declared after it gets its latency recorder.
   const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null)
   await fastify.register(metricsPlugin, { metrics, token: service.config.metricsToken })
+  registerShadowMetrics(metrics.registry, service.shadow)
   // Off unless CORS_ORIGINS lists the admin UI's origins; then their browsers may call every /v2 route.
   if (service.config.corsOrigins.length > 0) {
     await fastify.register(cors, {
@@ -184,6 +187,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       await rest.register(subRoleRoutes, { ctx: service })
       await rest.register(merchantRoutes, { ctx: service })
       await rest.register(auditVerificationRoutes, { ctx: service })
+      await rest.register(modelShadowRoutes, { state: () => ({ shadow: service.shadow, refusal: service.shadowRefusal }) })
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).
