@@ -8,6 +8,7 @@ import { AccountsScreen, UserScreen } from './accounts.js'
 import { SubRolesScreen } from './subRoles.js'
 import { AuditScreen, MerchantsScreen, ReviewScreen } from './lists.js'
 import { readRoute } from './routes.js'
+import { ShadowScreen } from './shadow.js'
 
 const LANGUAGE_KEY = 'aps.console.language'
 
@@ -89,6 +90,7 @@ function Shell({ route, onSignOut, reloadMe }) {
     ['review', t('review'), can('permission:read')],
     ['audit', t('audit'), can('permission:read')],
     ['merchants', t('merchants'), me.principal_type === 'system_owner' && can('merchant:onboard')],
+    ['shadow', t('shadow'), me.principal_type === 'system_owner' && can('permission:read')],
   ].filter(([, , shown]) => shown)
   // A section the admin may not open (a typed or old link) shows its first one instead.
   const fallback = sections[0]?.[0] ?? 'password'
@@ -103,6 +105,7 @@ function Shell({ route, onSignOut, reloadMe }) {
   else if (first === 'review') screen = html`<${ReviewScreen} />`
   else if (first === 'audit') screen = html`<${AuditScreen} />`
   else if (first === 'merchants') screen = html`<${MerchantsScreen} />`
+  else if (first === 'shadow') screen = html`<${ShadowScreen} />`
   else screen = html`<${PasswordScreen} onChanged=${reloadMe} />`
   return html`<div class="shell">
     <header>
