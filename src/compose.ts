@@ -113,7 +113,9 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       let shadowEngine: ShadowEngine | null = null
       if (admission?.admitted === true && record !== undefined) {
         try {
-          shadowEngine = await ShadowEngine.load(admission.text, record, state, () => clock.now())
+          shadowEngine = await ShadowEngine.load(admission.text, record, state, () => clock.now(), (why) =>
+            options.log?.error({ shadow_model: shadowModel?.path, why }, `the shadow model stopped comparing until the next full reload: ${why}`),
+          )
         } catch (error) {
           shadowRefusal = `the shadow model does not load: ${(error as Error).message}`
           options.log?.error({ shadow_model: shadowModel?.path, refusal: shadowRefusal }, `the shadow model is refused, the service runs without it: ${shadowRefusal}`)

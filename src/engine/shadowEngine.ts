@@ -17,12 +17,20 @@ export class ShadowEngine {
     private current: PermissionEngine | null,
     readonly modelText: string,
     private readonly now: () => number,
+    private readonly onSetAside: (why: string) => void,
   ) {
     this.modelId = modelId(modelText)
   }
 
-  static async load(modelText: string, record: PolicyRecord, state: EngineState, now: () => number = Date.now): Promise<ShadowEngine> {
-    return new ShadowEngine(await PermissionEngine.fromRecord(modelText, record, state, now), modelText, now)
+  /** `onSetAside` is told why whenever the shadow stops following (the log's error line). */
+  static async load(
+    modelText: string,
+    record: PolicyRecord,
+    state: EngineState,
+    now: () => number = Date.now,
+    onSetAside: (why: string) => void = () => undefined,
+  ): Promise<ShadowEngine> {
+    return new ShadowEngine(await PermissionEngine.fromRecord(modelText, record, state, now), modelText, now, onSetAside)
   }
 
   /** The engine to ask; null while it is set aside. */
@@ -59,5 +67,6 @@ export class ShadowEngine {
   private setAside(why: string): void {
     this.current = null
     this.failure = why
+    this.onSetAside(why)
   }
 }
