@@ -273,6 +273,9 @@ if (!QUICK) {
   }
 }
 
+// The shadow model's compare() per decision, in process (the HTTP row waits for the decision pipeline to call it).
+const shadowLines = ['', 'Shadow model, in process (`npm run bench:shadow`):', '', scriptTable('./shadow.ts')]
+
 const cpu = cpus()[0]?.model ?? 'unknown CPU'
 process.stdout.write(
   [
@@ -288,6 +291,7 @@ process.stdout.write(
     ...rows.map(([what, value, note]) => `| ${what} | ${value} | ${note} |`),
     ...profileLines,
     ...editedLines,
+    ...shadowLines,
     '',
   ].join('\n'),
 )

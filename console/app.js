@@ -9,6 +9,7 @@ import { SubRolesScreen } from './subRoles.js'
 import { AuditScreen, MerchantsScreen, ReviewScreen } from './lists.js'
 import { readRoute } from './routes.js'
 import { DecisionsScreen } from './decisions.js'
+import { ShadowScreen } from './shadow.js'
 
 const LANGUAGE_KEY = 'aps.console.language'
 
@@ -91,6 +92,7 @@ function Shell({ route, onSignOut, reloadMe }) {
     ['audit', t('audit'), can('permission:read')],
     ['merchants', t('merchants'), me.principal_type === 'system_owner' && can('merchant:onboard')],
     ['decisions', t('decisions'), can('permission:read')],
+    ['shadow', t('shadow'), me.principal_type === 'system_owner' && can('permission:read')],
   ].filter(([, , shown]) => shown)
   // A section the admin may not open (a typed or old link) shows its first one instead.
   const fallback = sections[0]?.[0] ?? 'password'
@@ -106,6 +108,7 @@ function Shell({ route, onSignOut, reloadMe }) {
   else if (first === 'audit') screen = html`<${AuditScreen} />`
   else if (first === 'merchants') screen = html`<${MerchantsScreen} />`
   else if (first === 'decisions') screen = html`<${DecisionsScreen} />`
+  else if (first === 'shadow') screen = html`<${ShadowScreen} />`
   else screen = html`<${PasswordScreen} onChanged=${reloadMe} />`
   return html`<div class="shell">
     <header>

@@ -11,7 +11,10 @@ import { declaredCatalog } from './domain/permissions.js'
 import { rootRoleCodes } from './domain/root.js'
 import { PermissionEngine, type EngineState } from './engine/engine.js'
 import { readModel } from './engine/model.js'
-import { gateModelDecisions, logDecisionPath } from './modelGate.js'
+import { admitShadowModel, gateModelDecisions, logDecisionPath } from './modelGate.js'
+import { emptyPolicyRecord, type PolicyRecord } from './engine/adapter.js'
+import { ShadowEngine } from './engine/shadowEngine.js'
+import { ShadowModelComparer } from './decisionLog/shadow.js'
 import { followChanges } from './replica/follow.js'
 import { Replica } from './replica/replica.js'
 import { createPasswordHasher, type PasswordHasher } from './security/passwords.js'
@@ -50,6 +53,10 @@ export interface Service extends CommandContext {
   decisionLog: DecisionRecorder
   /** Closes everything; buffered decision events are written until `deadline` (ms since the epoch; default: SHUTDOWN_TIMEOUT_MS from now). */
   close(deadline?: number): Promise<void>
+  /** The shadow model (SHADOW_MODEL_PATH) asked after each gateway answer; null when none is configured or it was refused. */
+  shadow: ShadowModelComparer | null
+  /** Why the configured shadow model was refused at start; null when it was not (or none is configured). */
+  shadowRefusal: string | null
 }
 
 export async function openDatabase(
@@ -106,15 +113,37 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
     await migrate(db)
     const model = readModel(config.modelPath)
     if (options.gateModel === true) await gateModelDecisions(config, db, options.log)
+    // Only a process that answers the gateway (one that follows the store) compares decisions.
+    const shadowModel = options.follow === false ? null : config.shadowModel
+    const admission = shadowModel === null ? null : await admitShadowModel(shadowModel, config.modelDecisions, db, options.log)
+    let shadowRefusal = admission?.admitted === false ? admission.refusal : null
     // The policy, the accounts and the revision they reflect, all from one snapshot.
     const accounts = new AccountDirectory(db, () => clock.now())
-    const { engine, revision } = await db.snapshot(async (tx) => {
+    const { engine, revision, shadowEngine } = await db.snapshot(async (tx) => {
       const revision = await currentRevision(tx)
-      const engine = await PermissionEngine.load(tx, model.text, await engineState(tx), () => clock.now())
+      const state = await engineState(tx)
+      // The shadow loads the very rows the live engine read.
+      const record: PolicyRecord | undefined = admission?.admitted === true ? emptyPolicyRecord() : undefined
+      const engine = await PermissionEngine.load(tx, model.text, state, () => clock.now(), record)
+      let shadowEngine: ShadowEngine | null = null
+      if (admission?.admitted === true && record !== undefined) {
+        try {
+          shadowEngine = await ShadowEngine.load(admission.text, record, state, () => clock.now(), (why) =>
+            options.log?.error({ shadow_model: shadowModel?.path, why }, `the shadow model stopped comparing until the next full reload: ${why}`),
+          )
+        } catch (error) {
+          shadowRefusal = `the shadow model does not load: ${(error as Error).message}`
+          options.log?.error({ shadow_model: shadowModel?.path, refusal: shadowRefusal }, `the shadow model is refused, the service runs without it: ${shadowRefusal}`)
+        }
+      }
       await accounts.load(tx)
-      return { engine, revision }
+      return { engine, revision, shadowEngine }
     })
-    const replica = new Replica(db, { engine, accounts }, engineState, revision, {
+    const shadow =
+      shadowEngine === null || shadowModel === null
+        ? null
+        : new ShadowModelComparer(shadowEngine, { sample: shadowModel.sample, ...(options.log ? { log: options.log } : {}), now: () => clock.now() })
+    const replica = new Replica(db, { engine, accounts, shadow: shadowEngine }, engineState, revision, {
       // A process that does not follow the store (a one-shot command) has nothing to confirm its revision with.
       maxStalenessMs: options.follow === false ? Number.POSITIVE_INFINITY : config.replication.maxStalenessMs,
       ...(options.log ? { log: options.log } : {}),
@@ -152,6 +181,7 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
         rules: engine,
         revision: () => replica.revision,
         makePostgresSink: () => postgresDecisionSink(db, { retentionDays: config.decisionLog.retentionDays }),
+        shadow,
         ...options.decisionLog,
         ...(options.log ? { log: options.log } : {}),
       },
@@ -171,6 +201,8 @@ export async function buildService(config: Config, options: BuildOptions = {}): 
       tokens,
       firstAdmin,
       replica,
+      shadow,
+      shadowRefusal,
       reload: () => replica.reload(),
       decisionLog,
       async readiness() {

@@ -81,6 +81,9 @@ const EnvSchema = Type.Object({
   DECISION_LOG_FILE_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 2 ** 40, default: 100 * 1024 * 1024 }),
   DECISION_LOG_FILE_MAX_FILES: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
   DECISION_LOG_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 7 }),
+  SHADOW_MODEL_PATH: Type.Optional(Type.String({ minLength: 1 })),
+  // A fraction written out (`0.25`, `.5`, `1`): a number schema would take `true` as 1.
+  SHADOW_SAMPLE: Type.String({ pattern: '^(0(\\.[0-9]+)?|\\.[0-9]+|1(\\.0+)?)$', default: '1' }),
 })
 
 /** One entry of the forward-auth route map file (a JSON array of these). */
@@ -197,6 +200,8 @@ export interface Config {
   grpc: GrpcConfig | null
   /** Gateway decisions recorded after their answer (CONTRACT 15). */
   decisionLog: DecisionLogConfig
+  /** SHADOW_MODEL_PATH, as start-up read it; null when no shadow model is configured. */
+  shadowModel: ShadowModelConfig | null
 }
 
 export interface GrpcConfig {
@@ -205,12 +210,23 @@ export interface GrpcConfig {
   tls: { certPath: string; keyPath: string } | null
 }
 
+/** SHADOW_MODEL_PATH and SHADOW_SAMPLE: a second model asked every gateway decision (or the sample's share) after the answer. */
+export interface ShadowSettings {
+  path: string
+  /** The share of decisions also asked of the shadow, 0 to 1. */
+  sample: number
+}
+
+/** The shadow model's file as start-up read it: its text, or why it could not be read (the service then starts without a shadow). */
+export type ShadowModelConfig = ShadowSettings & ({ text: string } | { unreadable: string })
 
 /** The configuration as the environment gives it, before start-up reads and makes its files (src/startup.ts). */
-export type Settings = Omit<Config, 'jwt' | 'routeMap'> & {
+export type Settings = Omit<Config, 'jwt' | 'routeMap' | 'shadowModel'> & {
   jwt: JwtConfig | GeneratedKey
   /** ROUTE_MAP_PATH: the file start-up reads the route map from; null when none is configured. */
   routeMapPath: string | null
+  /** SHADOW_MODEL_PATH: the file start-up reads the shadow model from; null when none is configured. */
+  shadowModel: ShadowSettings | null
 }
 
 export class ConfigError extends Error {
@@ -381,6 +397,7 @@ export function readSettings(source: Record<string, string | undefined> = proces
     },
     grpc: grpcConfig(env),
     decisionLog: decisionLogConfig(env),
+    shadowModel: env.SHADOW_MODEL_PATH === undefined ? null : { path: resolve(env.SHADOW_MODEL_PATH), sample: Number(env.SHADOW_SAMPLE) },
   }
 }
 

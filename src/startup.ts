@@ -3,7 +3,17 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { ConfigError, RouteMapEntrySchema, readSettings, type Config, type GeneratedKey, type JwtConfig, type Settings } from './config.js'
+import {
+  ConfigError,
+  RouteMapEntrySchema,
+  readSettings,
+  type Config,
+  type GeneratedKey,
+  type JwtConfig,
+  type Settings,
+  type ShadowModelConfig,
+  type ShadowSettings,
+} from './config.js'
 import { RouteMap, type RouteMapEntry } from './domain/routeMap.js'
 
 /**
@@ -18,8 +28,13 @@ export function loadConfig(source: Record<string, string | undefined> = process.
 }
 
 export function prepareConfig(settings: Settings): Config {
-  const { jwt, routeMapPath, ...rest } = settings
-  return { ...rest, jwt: jwt.mode === 'generated' ? generatedKey(jwt) : jwt, routeMap: routeMapPath === null ? null : readRouteMap(routeMapPath) }
+  const { jwt, routeMapPath, shadowModel, ...rest } = settings
+  return {
+    ...rest,
+    jwt: jwt.mode === 'generated' ? generatedKey(jwt) : jwt,
+    routeMap: routeMapPath === null ? null : readRouteMap(routeMapPath),
+    shadowModel: shadowModel === null ? null : readShadowModel(shadowModel),
+  }
 }
 
 /**
@@ -58,4 +73,13 @@ function readRouteMap(path: string): RouteMapEntry[] {
     throw new ConfigError(`ROUTE_MAP_PATH ${path}: ${(error as Error).message}`)
   }
   return entries
+}
+
+/** The shadow model's text. A file that cannot be read does not stop the start: the service runs without a shadow, saying why. */
+function readShadowModel(settings: ShadowSettings): ShadowModelConfig {
+  try {
+    return { ...settings, text: readFileSync(settings.path, 'utf8') }
+  } catch (error) {
+    return { ...settings, unreadable: `cannot read the shadow model at ${settings.path}: ${(error as Error).message}` }
+  }
 }

@@ -40,7 +40,7 @@ export class OverrideExpiry {
 
   constructor(
     private readonly ctx: Pick<CommandContext, 'engine' | 'writes'>,
-    private readonly replica: Pick<Replica, 'hold' | 'reload'>,
+    private readonly replica: Pick<Replica, 'expireDue' | 'reload'>,
     private readonly clock: Clock,
     private readonly log?: ReplicaLogger,
   ) {}
@@ -72,7 +72,7 @@ export class OverrideExpiry {
     this.armedAt = null
     this.timer = null
     // In the replica's queue: memory changes one task at a time.
-    this.replica.hold(() => this.ctx.engine.expireDue()).then(
+    this.replica.expireDue().then(
       (expired) => {
         this.arm()
         if (expired.length > 0) void this.sweep()

@@ -81,5 +81,6 @@ export interface DecisionQuestion {
  * decision is not in its sample).
  */
 export interface ShadowComparer {
-  compare(question: DecisionQuestion): { allowed: boolean; reason: DecisionReason } | null
+  /** `decisionId`, when given, is kept in the summary of disagreements (up to five per pair). */
+  compare(question: DecisionQuestion, decisionId?: string): { allowed: boolean; reason: DecisionReason } | null
 }

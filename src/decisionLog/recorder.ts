@@ -138,7 +138,7 @@ export class DecisionRecorder {
       const shadow =
         this.shadow === null || decision.outcome === 'no_route'
           ? null
-          : this.shadow.compare({ account: decision.subject, domain: decision.domain, obj: decision.obj, act: decision.act, allowed, reason })
+          : this.shadow.compare({ account: decision.subject, domain: decision.domain, obj: decision.obj, act: decision.act, allowed, reason }, decision.id)
       if (!this.keeps(allowed, shadow !== null)) continue
       const event = this.event(decision, allowed, reason, at[i] as number, revisions[i] as number)
       if (shadow !== null) event.shadow = shadow

@@ -51,6 +51,8 @@ export interface ExpiryOptions {
   now?: number
   /** Told of every loaded override that expires later. */
   onExpiring?(values: readonly string[], at: number): void
+  /** Keeps a copy of every row read, for a second model to load (the shadow). */
+  record?: PolicyRecord
 }
 
 /**
@@ -96,43 +98,100 @@ export class StorageAdapter extends ReadOnlyAdapter implements FilteredAdapter {
       pool.set(value, value)
       return value
     }
-    // Each ptype's rule list and width, worked out once rather than per row.
-    const sections = new Map<string, { policy: string[][]; width: number } | null>()
-    const sectionOf = (ptype: string) => {
-      let section = sections.get(ptype)
-      if (section === undefined) {
-        const assertion = model.model.get(ptype.charAt(0))?.get(ptype)
-        section = assertion === undefined ? null : { policy: assertion.policy, width: declaredWidth(assertion) }
-        sections.set(ptype, section)
-      }
-      return section
-    }
+    const sectionOf = policySections(model)
+    const record = this.expiry.record
     for await (const page of iterateRulePages(this.db, options)) {
       for (const row of page) {
         const section = sectionOf(row.ptype)
-        if (section === null) continue
-        // Storage drops trailing empty columns; a rule whose last declared
-        // field is an empty string must still reload with the model's width.
+        if (section === null && record === undefined) continue
         // The row's own array, interned in place: a million rows make a million fewer arrays.
         const fields = row.fields
         for (let i = 0; i < fields.length; i++) fields[i] = intern(fields[i] as string)
-        while (fields.length < section.width) fields.push('')
-        section.policy.push(fields)
+        // Kept before the padding below: the other model pads to its own width.
+        record?.rules.push({ ptype: row.ptype, fields: [...fields] })
+        if (section !== null) section.push(fields)
       }
     }
     const p = model.model.get('p')?.get('p')
-    if (p === undefined) return
+    if (p === undefined && record === undefined) return
     const now = this.expiry.now ?? Date.now()
     for await (const override of iterateOverrides(this.db, options)) {
       const at = override.expires_at?.getTime() ?? null
       // An expired override no replica counts any more; its row waits for the sweep.
       if (at !== null && at <= now) continue
       const values = [override.user_id, override.domain, override.obj, override.act, override.effect].map(intern)
+      record?.overrides.push({ values: [...values], at })
+      if (p === undefined) continue
       p.policy.push(values)
       if (at !== null) this.expiry.onExpiring?.(values, at)
     }
   }
 
+}
+
+/**
+ * A model's rule lists by ptype, each with the push that brings a stored row
+ * to the width its section declares (storage drops trailing empty columns; a
+ * rule whose last declared field is an empty string must still reload with
+ * the model's width). Null for a ptype the model does not have.
+ */
+function policySections(model: Model): (ptype: string) => { push(fields: string[]): void } | null {
+  // Each ptype's rule list and width, worked out once rather than per row.
+  const sections = new Map<string, { push(fields: string[]): void } | null>()
+  return (ptype) => {
+    let section = sections.get(ptype)
+    if (section === undefined) {
+      const assertion = model.model.get(ptype.charAt(0))?.get(ptype)
+      if (assertion === undefined) section = null
+      else {
+        const { policy } = assertion
+        const width = declaredWidth(assertion)
+        section = {
+          push(fields) {
+            while (fields.length < width) fields.push('')
+            policy.push(fields)
+          },
+        }
+      }
+      sections.set(ptype, section)
+    }
+    return section
+  }
+}
+
+/**
+ * The rows one storage load read, kept for a second model (the shadow) to
+ * load the very same policy without reading the store again. Single use:
+ * the second load takes the recorded arrays as its own.
+ */
+export interface PolicyRecord {
+  rules: Array<{ ptype: string; fields: string[] }>
+  overrides: Array<{ values: string[]; at: number | null }>
+}
+
+export const emptyPolicyRecord = (): PolicyRecord => ({ rules: [], overrides: [] })
+
+/** Loads what a storage load recorded into another model, as the storage adapter would have. */
+export class RecordedAdapter extends ReadOnlyAdapter {
+  protected readonly refusal = 'a recorded policy is never saved or changed'
+
+  constructor(
+    private readonly record: PolicyRecord,
+    private readonly onExpiring?: (values: readonly string[], at: number) => void,
+  ) {
+    super()
+  }
+
+  async loadPolicy(model: Model): Promise<void> {
+    const sectionOf = policySections(model)
+    for (const { ptype, fields } of this.record.rules) sectionOf(ptype)?.push(fields)
+    const p = model.model.get('p')?.get('p')
+    if (p === undefined) return
+    for (const { values, at } of this.record.overrides) {
+      p.policy.push(values)
+      if (at !== null) this.onExpiring?.(values, at)
+    }
+  }
 }
 
 /** Casbin rules as the model sees them: `p` rows (sub, dom, obj, act, eft) and `g` rows (user or role, role, domain). */

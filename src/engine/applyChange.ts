@@ -2,11 +2,13 @@ import type { StoreChange } from '../domain/changes.js'
 import { GLOBAL_DOMAIN, type Account } from '../domain/principals.js'
 import type { AccountDirectory } from '../storage/accountDirectory.js'
 import type { PermissionEngine } from './engine.js'
+import type { ShadowEngine } from './shadowEngine.js'
 
-/** What a committed change moves in this process's memory: the policy and the account directory. */
+/** What a committed change moves in this process's memory: the policy, the account directory, and the shadow model's engine when there is one. */
 export interface InMemoryState {
   engine: PermissionEngine
   accounts: AccountDirectory
+  shadow?: ShadowEngine | null
 }
 
 /**
@@ -18,18 +20,14 @@ export interface InMemoryState {
 export async function applyChange(memory: InMemoryState, change: StoreChange): Promise<void> {
   switch (change.kind) {
     case 'rule':
-      if (change.op === 'add') await memory.engine.addRule(change.ptype, change.values, expiryOf(change.expires_at))
-      else await memory.engine.removeRule(change.ptype, change.values)
+    case 'catalog':
+    case 'sub_role':
+      await applyToEngine(memory.engine, change)
+      // After the live engine: the shadow follows, and never fails the live change.
+      await memory.shadow?.follow((shadow) => applyToEngine(shadow, change))
       return
     case 'account':
       memory.accounts.put(reviveAccount(change.account))
-      return
-    case 'catalog':
-      memory.engine.replaceCatalog(change.entries)
-      return
-    case 'sub_role':
-      // Only `global` sub-roles are root; a merchant's sub-role of the same code must not clear a template's flag.
-      if ((change.domain ?? GLOBAL_DOMAIN) === GLOBAL_DOMAIN) memory.engine.setRootRole(change.code, change.is_root)
       return
     case 'token_ended':
       memory.accounts.endToken(change.account_id ?? null, change.jti, Date.parse(change.expires_at))
@@ -38,6 +36,33 @@ export async function applyChange(memory: InMemoryState, change: StoreChange): P
       // Merchants are read from the database where they matter; nothing in memory.
       return
   }
+}
+
+/** The changes an engine holds: rules, the catalog, root sub-roles. */
+async function applyToEngine(engine: PermissionEngine, change: Extract<StoreChange, { kind: 'rule' | 'catalog' | 'sub_role' }>): Promise<void> {
+  switch (change.kind) {
+    case 'rule':
+      if (change.op === 'add') await engine.addRule(change.ptype, change.values, expiryOf(change.expires_at))
+      else await engine.removeRule(change.ptype, change.values)
+      return
+    case 'catalog':
+      engine.replaceCatalog(change.entries)
+      return
+    case 'sub_role':
+      // Only `global` sub-roles are root; a merchant's sub-role of the same code must not clear a template's flag.
+      if ((change.domain ?? GLOBAL_DOMAIN) === GLOBAL_DOMAIN) engine.setRootRole(change.code, change.is_root)
+      return
+  }
+}
+
+/**
+ * Takes every override whose instant has passed out of the live engine's
+ * decisions, and out of the shadow's; returns the live engine's rows.
+ */
+export async function expireDue(memory: InMemoryState): Promise<Array<readonly string[]>> {
+  const due = await memory.engine.expireDue()
+  await memory.shadow?.follow((shadow) => shadow.expireDue())
+  return due
 }
 
 const expiryOf = (text: string | null | undefined): number | null => (typeof text === 'string' ? Date.parse(text) : null)

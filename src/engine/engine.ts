@@ -1,7 +1,7 @@
 import { scopeOf, type CatalogEntry } from '../domain/permissions.js'
 import { GLOBAL_DOMAIN, type PrincipalType } from '../domain/principals.js'
 import type { Queryable } from '../storage/db.js'
-import { RulesAdapter, StorageAdapter, type PolicyRules } from './adapter.js'
+import { RecordedAdapter, RulesAdapter, StorageAdapter, type PolicyRecord, type PolicyRules } from './adapter.js'
 import { nextStamp, type DecisionIndex, type IndexedRule, type RuleChange } from './decisionIndex.js'
 import { choosePath, type AccountLookup, type DecisionPath, type DecisionPathName, type PathLoader, type Reached } from './decisionPath.js'
 import { REASON, allows, explainedKind, namesARow, type Explanation, type ReasonCode } from './explain.js'
@@ -59,10 +59,22 @@ export class PermissionEngine {
     private readonly now: () => number,
   ) {}
 
-  /** `now` is the clock expiries are read against (a test's clock, or the system's). */
-  static async load(db: Queryable, modelText: string, state: EngineState, now: () => number = Date.now): Promise<PermissionEngine> {
+  /**
+   * `now` is the clock expiries are read against (a test's clock, or the
+   * system's). `record`, when given, keeps the rows read for a second model
+   * (fromRecord).
+   */
+  static async load(db: Queryable, modelText: string, state: EngineState, now: () => number = Date.now, record?: PolicyRecord): Promise<PermissionEngine> {
     const loader = await choosePath(modelText)
-    const path = await PermissionEngine.loadPath(loader, db, now())
+    const path = await PermissionEngine.loadPath(loader, db, now(), record)
+    return new PermissionEngine(path, loader, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
+  }
+
+  /** An engine of another model over the rows a load recorded (the shadow model beside the live one), expiries included. */
+  static async fromRecord(modelText: string, record: PolicyRecord, state: EngineState, now: () => number = Date.now): Promise<PermissionEngine> {
+    const loader = await choosePath(modelText)
+    const expiries = new OverrideExpiries()
+    const path = await loader.load(new RecordedAdapter(record, (values, at) => expiries.set(values, at)), expiries)
     return new PermissionEngine(path, loader, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), now)
   }
 
@@ -73,9 +85,10 @@ export class PermissionEngine {
     return new PermissionEngine(path, loader, new Set(state.rootRoles), PermissionEngine.catalogMap(state.catalog), Date.now)
   }
 
-  private static loadPath(loader: PathLoader, db: Queryable, now: number): Promise<DecisionPath> {
+  private static loadPath(loader: PathLoader, db: Queryable, now: number, record?: PolicyRecord): Promise<DecisionPath> {
     const expiries = new OverrideExpiries()
-    return loader.load(new StorageAdapter(db, { now, onExpiring: (values, at) => expiries.set(values, at) }), expiries)
+    const adapter = new StorageAdapter(db, { now, onExpiring: (values, at) => expiries.set(values, at), ...(record !== undefined ? { record } : {}) })
+    return loader.load(adapter, expiries)
   }
 
   private static catalogMap(entries: Iterable<CatalogInput>): Catalog {
@@ -101,9 +114,13 @@ export class PermissionEngine {
     return { how: this.path.how, why: this.path.why, scansEveryRow: this.path.scansEveryRow }
   }
 
-  /** Loads the policy again on the same path, off to the side, and swaps it in at once: no check sees a partial policy. */
-  async reload(db: Queryable, state: EngineState): Promise<void> {
-    this.path = await PermissionEngine.loadPath(this.loader, db, this.now())
+  /**
+   * Loads the policy again on the same path, off to the side, and swaps it
+   * in at once: no check sees a partial policy. `record` keeps the rows read
+   * (see load).
+   */
+  async reload(db: Queryable, state: EngineState, record?: PolicyRecord): Promise<void> {
+    this.path = await PermissionEngine.loadPath(this.loader, db, this.now(), record)
     this.rootRoles = new Set(state.rootRoles)
     this.catalog = PermissionEngine.catalogMap(state.catalog)
     this.expiryWatcher?.()

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { newEnforcer, newModelFromString, type Adapter, type Enforcer, type Model } from 'casbin'
 
@@ -59,3 +60,6 @@ export async function loadEnforcer(modelText: string, adapter: Adapter): Promise
   enforcer.enableAutoSave(false)
   return enforcer
 }
+
+/** A model's id in decision events and the shadow's summary: the first 12 hex digits of its text's SHA-256. */
+export const modelId = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 12)

@@ -35,10 +35,12 @@ import { policyExportRoutes } from './routes/policyExport.js'
 import { permissionRoutes } from './routes/permissions.js'
 import { profileRoutes } from './routes/profile.js'
 import { auditVerificationRoutes } from './routes/auditVerification.js'
+import { modelShadowRoutes } from './routes/modelShadow.js'
 import { merchantRoutes } from './routes/merchants.js'
 import { subRoleRoutes } from './routes/subRoles.js'
 import { changeRoutes } from './routes/changes.js'
 import { decisionRoutes } from './routes/decisions.js'
+import { registerShadowMetrics } from './shadowMetrics.js'
 import { ErrorEnvelope } from '../schemas/common.js'
 import { createValidatorCompiler } from '../schemas/validation.js'
 
@@ -136,6 +138,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   // Registered first, so that every route declared after it gets its latency recorder.
   const metrics = new ServiceMetrics(service.replica, () => service.db.poolStats?.() ?? null, service.decisionLog)
   await fastify.register(metricsPlugin, { metrics, token: service.config.metricsToken })
+  registerShadowMetrics(metrics.registry, service.shadow)
   // Off unless CORS_ORIGINS lists the admin UI's origins; then their browsers may call every /v2 route.
   if (service.config.corsOrigins.length > 0) {
     await fastify.register(cors, {
@@ -188,6 +191,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
       await rest.register(auditVerificationRoutes, { ctx: service })
       await rest.register(changeRoutes, { ctx: service })
       await rest.register(decisionRoutes, { ctx: service })
+      await rest.register(modelShadowRoutes, { state: () => ({ shadow: service.shadow, refusal: service.shadowRefusal }) })
     })
     // The gateway's calls are not logged one by one unless CHECK_LOG_LEVEL asks for it: two log lines per check
     // would cost it about 40% of its throughput (measured with LOG_LEVEL=info).

@@ -1,5 +1,6 @@
 import type { StoreChange } from '../domain/changes.js'
-import { applyChange, type InMemoryState } from '../engine/applyChange.js'
+import { emptyPolicyRecord } from '../engine/adapter.js'
+import { applyChange, expireDue, type InMemoryState } from '../engine/applyChange.js'
 import type { EngineState } from '../engine/engine.js'
 import { readFeedAfter } from '../storage/changes.js'
 import type { Database, Queryable } from '../storage/db.js'
@@ -139,6 +140,11 @@ export class Replica {
     return this.exclusive(() => this.reloadNow())
   }
 
+  /** Takes the overrides whose instant has passed out of memory's decisions (the shadow's too), in turn with every other change; returns their rows. */
+  expireDue(): Promise<Array<readonly string[]>> {
+    return this.exclusive(() => expireDue(this.memory))
+  }
+
   /** Runs `task` with memory not moving meanwhile. */
   hold<T>(task: () => Promise<T>): Promise<T> {
     return this.exclusive(task)
@@ -220,9 +226,14 @@ export class Replica {
   }
 
   private async reloadNow(): Promise<void> {
+    const { shadow } = this.memory
     const revision = await this.db.snapshot(async (tx) => {
       const revision = await currentRevision(tx)
-      await this.memory.engine.reload(tx, await this.engineState(tx))
+      const state = await this.engineState(tx)
+      // The shadow loads the rows the live engine's reload read, not a second query.
+      const record = shadow ? emptyPolicyRecord() : undefined
+      await this.memory.engine.reload(tx, state, record)
+      if (shadow && record) await shadow.reload(record, state)
       await this.memory.accounts.load(tx)
       return revision
     })

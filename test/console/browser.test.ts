@@ -128,6 +128,13 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.screenshot({ path: join(shots, 'merchants.png') })
   })
 
+  await t.test('shadow model: the screen says why nothing is compared', async (t) => {
+    await open('Shadow model')
+    await page.getByText('No decision is compared: no shadow model is configured (SHADOW_MODEL_PATH)').waitFor()
+    t.ok(await page.getByText('No disagreement so far.').isVisible(), 'and that there is no disagreement')
+    t.match(await get('/v2/admin/model/shadow'), { enabled: false, compared: 0 }, 'the API agrees')
+  })
+
   await t.test('sub-roles: create one with a label', async (t) => {
     await open('Sub-roles')
     await page.getByLabel('Code').fill('clerk')
@@ -305,6 +312,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await signIn('owner@shop-a.example', 'owner-pass-123')
     const nav = page.getByRole('navigation')
     t.equal(await nav.getByRole('link', { name: 'Merchants' }).count(), 0, 'no merchants section')
+    t.equal(await nav.getByRole('link', { name: 'Shadow model' }).count(), 0, 'no shadow model section')
     await page.getByText('Page 1 of 1 (3 in all)').waitFor()
     t.equal(await page.getByText('owner@shop-b.example').count(), 0, "shop-b's owner is not listed")
     t.equal(await page.getByLabel('Merchant', { exact: true }).count(), 0, 'no merchant filter or field')

@@ -13,6 +13,10 @@ import { readFileSync } from 'node:fs'
 import { buildTestApp, buildTestService, type TestApp } from '../helper.js'
 import { listeningWithClerk } from '../support/gatewayClerk.js'
 import { eventually } from '../support/eventually.js'
+import { writeImpliesReadModel } from '../support/shadowModels.js'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { tempDir } from '../helper.js'
 
 /** A stream collecting what the stdout sink writes. */
 function capture(): { stream: Writable; events: () => DecisionEvent[] } {
@@ -133,4 +137,24 @@ t.test('DECISION_LOG_SINKS=postgres: a refused check reaches GET /v2/admin/decis
   t.ok(await eventually(async () => (await listed()).some((item) => item.decision_id === id)), 'the stored decision is listed')
   const item = (await listed()).find((entry) => entry.decision_id === id)
   t.match(item, { allowed: false, obj: 'orders', act: 'refund', reason: { kind: 'none' } })
+})
+
+t.test('SHADOW_MODEL_PATH: a gateway check the shadow answers otherwise is logged with `shadow` and listed in the summary by its decision id', async (t) => {
+  const shadowPath = join(tempDir(t, 'aps-shadow-'), 'shadow.conf')
+  writeFileSync(shadowPath, writeImpliesReadModel)
+  const { ta, events } = await appLogging(t, { DECISION_LOG: 'denies', SHADOW_MODEL_PATH: shadowPath })
+  const { authorization, base } = await listeningWithClerk(t, ta)
+  const grant = await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: { command: 'grant-role-permission', data: { obj: 'products', act: 'write', domain: 'm1' } } })
+  t.equal(grant.statusCode, 200)
+  const asked = await fetch(`${base}/v2/authz/check?obj=products&act=read`, { headers: { authorization } })
+  const id = asked.headers.get('x-decision-id')
+  t.same(((await asked.json()) as { data: unknown }).data, { allowed: false }, 'the live model answers; the shadow never decides')
+  t.ok(await eventually(() => events().some((event) => event.decision_id === id)), 'the decision is logged')
+  t.match(
+    events().find((event) => event.decision_id === id),
+    { allowed: false, reason: { kind: 'none' }, shadow: { allowed: true, reason: { kind: 'role' } } },
+    'with what the shadow answered',
+  )
+  const summary = (await ta.call({ method: 'GET', url: '/v2/admin/model/shadow' })).json() as { data: { disagreements: Array<{ obj: string; act: string; decision_ids: string[] }> } }
+  t.same(summary.data.disagreements.map((d) => [d.obj, d.act, d.decision_ids]), [['products', 'read', [id]]], 'the summary names it by its id')
 })
