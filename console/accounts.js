@@ -2,29 +2,22 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
-
-/** Sub-role codes known in the caller's home domain, for the pickers (free text stays possible). */
-function SubRoleOptions({ id }) {
-  const { me, can, lang } = useContext(Ctx)
-  const [data] = useLoad(
-    () => (can('permission:read') ? api('GET', '/v2/admin/sub-roles', { query: { domain: homeDomain(me), page_size: 100 } }) : Promise.resolve(null)),
-    [lang],
-  )
-  return html`<datalist id=${id}>
-    ${(data?.items ?? []).filter((r) => !r.is_root).map((r) => html`<option value=${r.code}>${r.label ?? r.code}</option>`)}
-  </datalist>`
-}
+import { Ctx, DomainPicker, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useFormAction, useLoad } from './ui.js'
 
 function RegisterForm({ onDone }) {
   const { t, me } = useContext(Ctx)
+  const [merchant, setMerchant] = useState('')
+  const [subRole, setSubRole] = useState('')
   const [submit, notice] = useFormAction(async (form) => {
-    const data = { email: form.get('email'), name: form.get('name'), password: form.get('password'), sub_role_code: form.get('sub_role_code') }
-    if (form.get('merchant_id')) data.merchant_id = form.get('merchant_id')
+    const data = { email: form.get('email'), name: form.get('name'), password: form.get('password'), sub_role_code: subRole }
+    if (merchant !== '') data.merchant_id = merchant
     const account = await api('POST', '/v2/admin/register', { body: command('register-admin', data) })
+    setSubRole('')
     onDone()
     return t('registered', { email: account.email })
   })
+  // The sub-roles offered are those of the domain the account will live in.
+  const domain = me.principal_type === 'merchant' ? me.merchant_id : merchant === '' ? 'global' : merchant
   return html`<section aria-labelledby="register-heading">
     <h3 id="register-heading">${t('register')}</h3>
     <form onSubmit=${submit} class="grid">
@@ -34,11 +27,10 @@ function RegisterForm({ onDone }) {
       <input id="reg-name" name="name" required />
       <label for="reg-password">${t('password')}</label>
       <input id="reg-password" name="password" type="password" autocomplete="new-password" minlength="8" required />
-      <label for="reg-sub-role">${t('subRole')}</label>
-      <input id="reg-sub-role" name="sub_role_code" list="sub-role-options" required />
       ${me.principal_type === 'system_owner'
-        ? html`<label for="reg-merchant">${t('merchant')}</label><input id="reg-merchant" name="merchant_id" />`
+        ? html`<${MerchantSelect} id="reg-merchant" value=${merchant} onChange=${(m) => { setMerchant(m); setSubRole('') }} noneLabel=${t('platformNoMerchant')} />`
         : null}
+      <${SubRoleSelect} id="reg-sub-role" domain=${domain} value=${subRole} onChange=${setSubRole} />
       <button type="submit">${t('register')}</button>
     </form>
     <${Notice} ...${notice} />
@@ -48,9 +40,9 @@ function RegisterForm({ onDone }) {
 function SubRoleChange({ account, onDone, onCancel }) {
   const { t } = useContext(Ctx)
   const [error, setError] = useState(null)
+  const [code, setCode] = useState(account.sub_role_code)
   const submit = async (event) => {
     event.preventDefault()
-    const code = new FormData(event.currentTarget).get('sub_role_code')
     try {
       await api('POST', apiPath`/v2/admin/accounts/${account.id}/sub-role`, { body: command('change-sub-role', { sub_role_code: code }) })
       onDone(t('saved'))
@@ -58,9 +50,9 @@ function SubRoleChange({ account, onDone, onCancel }) {
       setError(errorText(e))
     }
   }
-  return html`<form onSubmit=${submit} class="panel">
-    <label for="new-sub-role">${t('newSubRoleFor', { email: account.email })}</label>
-    <input id="new-sub-role" name="sub_role_code" list="sub-role-options" value=${account.sub_role_code} required />
+  return html`<form onSubmit=${submit} class="panel" aria-label=${t('newSubRoleFor', { email: account.email })}>
+    <p class="preview">${t('newSubRoleFor', { email: account.email })}</p>
+    <${SubRoleSelect} id="new-sub-role" domain=${homeDomain(account)} value=${code} onChange=${setCode} />
     <button type="submit">${t('apply')}</button>
     <button type="button" onClick=${onCancel}>${t('cancel')}</button>
     <${Notice} error=${error} />
@@ -70,6 +62,7 @@ function SubRoleChange({ account, onDone, onCancel }) {
 export function AccountsScreen() {
   const { t, me, can, lang } = useContext(Ctx)
   const [filters, setFilters] = useState({ page: 1 })
+  const [merchantFilter, setMerchantFilter] = useState('')
   const [editing, setEditing] = useState(null)
   const [notice, setNotice] = useState({})
   const [page, error, reload] = useLoad(() => api('GET', '/v2/admin/accounts', { query: filters }), [JSON.stringify(filters), lang])
@@ -90,7 +83,6 @@ export function AccountsScreen() {
   const manage = can('admin:manage')
   return html`<section>
     <h2>${t('accounts')}</h2>
-    <${SubRoleOptions} id="sub-role-options" />
     <form onSubmit=${applyFilters} class="filters" aria-label=${t('filter')}>
       <label for="f-q">${t('search')}</label>
       <input id="f-q" name="q" />
@@ -100,9 +92,8 @@ export function AccountsScreen() {
         <option value="active">${t('active')}</option>
         <option value="deactivated">${t('deactivated')}</option>
       </select>
-      <label for="f-sub-role">${t('subRole')}</label>
-      <input id="f-sub-role" name="sub_role_code" list="sub-role-options" />
-      ${me.principal_type === 'system_owner' ? html`<label for="f-merchant">${t('merchant')}</label><input id="f-merchant" name="merchant_id" />` : null}
+      ${me.principal_type === 'system_owner' ? html`<${MerchantSelect} id="f-merchant" name="merchant_id" value=${merchantFilter} onChange=${setMerchantFilter} noneLabel=${t('any')} />` : null}
+      <${SubRoleSelect} id="f-sub-role" name="sub_role_code" domain=${merchantFilter === '' ? homeDomain(me) : merchantFilter} required=${false} anyLabel=${t('any')} />
       <button type="submit">${t('filter')}</button>
     </form>
     <${Notice} error=${error} />

@@ -49,7 +49,7 @@ const MESSAGES = {
     rules: 'Grants',
     root: 'root',
     createSubRole: 'Create a sub-role',
-    created: 'Created {code}.',
+    created: 'Created {code} in {domain}.',
     matrix: 'Permissions of {code} in {domain}',
     chooseSubRole: 'Choose a sub-role to see its permissions.',
     rootHoldsAll: 'A root sub-role holds every permission.',
@@ -102,6 +102,13 @@ const MESSAGES = {
     loading: 'Loading…',
     back: 'Back to accounts',
     unknownLink: 'This link does not name an account.',
+    // Pickers and confirmations (issue 33).
+    choose: 'Choose…',
+    global: 'global (the platform)',
+    platformNoMerchant: 'None (platform staff)',
+    confirm: 'Confirm',
+    createSubRoleIn: 'Create a sub-role in {domain}',
+    confirmCreateSubRole: 'Create the sub-role {code} ({label}) in {domain}?',
   },
   es: {
     title: 'Consola de administración',
@@ -151,7 +158,7 @@ const MESSAGES = {
     rules: 'Concesiones',
     root: 'raíz',
     createSubRole: 'Crear un subrol',
-    created: '{code} creado.',
+    created: '{code} creado en {domain}.',
     matrix: 'Permisos de {code} en {domain}',
     chooseSubRole: 'Elija un subrol para ver sus permisos.',
     rootHoldsAll: 'Un subrol raíz tiene todos los permisos.',
@@ -204,6 +211,13 @@ const MESSAGES = {
     loading: 'Cargando…',
     back: 'Volver a las cuentas',
     unknownLink: 'Este enlace no corresponde a ninguna cuenta.',
+    // Pickers and confirmations (issue 33).
+    choose: 'Elija…',
+    global: 'global (la plataforma)',
+    platformNoMerchant: 'Ninguno (personal de la plataforma)',
+    confirm: 'Confirmar',
+    createSubRoleIn: 'Crear un subrol en {domain}',
+    confirmCreateSubRole: '¿Crear el subrol {code} ({label}) en {domain}?',
   },
 }
 

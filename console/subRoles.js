@@ -3,27 +3,40 @@
 import { html, useContext, useEffect, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, homeDomain, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, homeDomain, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
-// A sub-role is created in the domain the list shows: the API forces a merchant admin's own merchant, so only system owners name it.
+/**
+ * Creating a sub-role is its own action, confirmed, in the domain the list
+ * shows (the API forces a merchant admin's own merchant, so only system
+ * owners name it): pickers elsewhere offer only what exists.
+ */
 function CreateSubRole({ domain, onDone }) {
   const { t, me } = useContext(Ctx)
-  const [submit, notice] = useFormAction(async (form) => {
+  const [ask, confirmation] = useConfirm()
+  const where = me.principal_type === 'system_owner' ? domain : me.merchant_id
+  const domainName = where === 'global' ? t('global') : where
+  const [submit, notice, busy] = useFormAction(async (form) => {
+    const code = form.get('code')
+    const label = form.get('label')
     const scoped = me.principal_type === 'system_owner' ? { domain } : {}
-    const created = await api('POST', '/v2/admin/sub-roles', { body: command('create-sub-role', { code: form.get('code'), label: form.get('label'), ...scoped }) })
-    onDone()
-    return t('created', { code: created.code })
+    ask(t('confirmCreateSubRole', { code, label, domain: domainName }), async () => {
+      const created = await api('POST', '/v2/admin/sub-roles', { body: command('create-sub-role', { code, label, ...scoped }) })
+      onDone()
+      return t('created', { code: created.code, domain: domainName })
+    })
+    return undefined
   })
   return html`<section aria-labelledby="create-role-heading">
-    <h3 id="create-role-heading">${t('createSubRole')}</h3>
+    <h3 id="create-role-heading">${t('createSubRoleIn', { domain: domainName })}</h3>
     <form onSubmit=${submit} class="grid">
       <label for="role-code">${t('code')}</label>
       <input id="role-code" name="code" pattern="[a-z][a-z0-9_]{1,63}" required />
       <label for="role-label">${t('label')}</label>
       <input id="role-label" name="label" required />
-      <button type="submit">${t('createSubRole')}</button>
+      <button type="submit" disabled=${busy}>${t('createSubRole')}</button>
     </form>
     <${Notice} ...${notice} />
+    ${confirmation}
   </section>`
 }
 

@@ -124,12 +124,22 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.screenshot({ path: join(shots, 'merchants.png') })
   })
 
-  await t.test('sub-roles: create one with a label', async (t) => {
+  await t.test('sub-roles: created only by their own confirmed action, in the domain it names', async (t) => {
     await open('Sub-roles')
-    await page.getByLabel('Code').fill('clerk')
-    await page.getByLabel('Label').fill('Shop clerk')
-    await page.getByRole('button', { name: 'Create a sub-role' }).click()
-    await status('Created clerk.')
+    await page.getByRole('heading', { name: 'Create a sub-role in global (the platform)' }).waitFor()
+    for (const [code, label] of [
+      ['clerk', 'Shop clerk'],
+      ['packer', 'Packer'],
+    ] as const) {
+      await page.getByLabel('Code').fill(code)
+      await page.getByLabel('Label').fill(label)
+      await page.getByRole('button', { name: 'Create a sub-role' }).click()
+      const question = page.getByRole('alertdialog', { name: `Create the sub-role ${code} (${label}) in global (the platform)?` })
+      await question.waitFor()
+      t.notOk((await get('/v2/admin/sub-roles')).items.some((r) => r.code === code), `nothing is created before ${code} is confirmed`)
+      await question.getByRole('button', { name: 'Confirm' }).click()
+      await status(`Created ${code} in global (the platform).`)
+    }
     await page.getByRole('cell', { name: 'Shop clerk' }).waitFor()
     const roles = await get('/v2/admin/sub-roles')
     t.match(roles.items.find((r) => r.code === 'clerk'), { label: 'Shop clerk', members: 0 }, 'the API lists it with its label')
@@ -142,8 +152,18 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
       await page.getByLabel('E-mail', { exact: true }).fill(email)
       await page.getByLabel('Name', { exact: true }).fill(email.split('@')[0] ?? email)
       await page.getByLabel('Password', { exact: true }).fill('clerk-pass-123')
-      await page.getByLabel('Sub-role', { exact: true }).last().fill('clerk')
-      await page.getByLabel('Merchant', { exact: true }).last().fill('shop-a')
+      await page.getByLabel('Merchant', { exact: true }).last().selectOption('shop-a')
+      const subRole = page.getByLabel('Sub-role', { exact: true }).last()
+      await subRole.locator('option[value="clerk"]').waitFor({ state: 'attached' })
+      if (email.startsWith('clerk1')) {
+        // A picker of what exists in shop-a: no typo can name (and so create) another sub-role.
+        const offered = await subRole.locator('option').evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value).filter((v) => v !== ''))
+        const known = (await get('/v2/admin/sub-roles?domain=shop-a')).items.filter((r) => r.is_root !== true).map((r) => r.code)
+        t.same(offered.sort(), known.sort(), "the sub-role field offers shop-a's sub-roles, and only them")
+        t.equal(await subRole.evaluate((el) => el.tagName), 'SELECT', 'it is a picker, not free text')
+        t.ok(await subRole.getByRole('option', { name: 'Shop clerk (clerk)' }).count(), 'with their labels')
+      }
+      await subRole.selectOption('clerk')
       await page.getByRole('button', { name: 'Register an administrator' }).click()
       await status(`Registered ${email}.`)
     }
@@ -156,8 +176,11 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.equal(await page.getByRole('link', { name: 'owner@shop-a.example' }).count(), 1, "shop-a's owner is listed")
     t.equal(await page.getByRole('button', { name: 'Change sub-role: owner@shop-a.example' }).count(), 0, 'a root account (is_root) offers no sub-role change')
     await page.getByRole('button', { name: 'Change sub-role: clerk2@shop-a.example' }).click()
-    await page.getByLabel('New sub-role for clerk2@shop-a.example').fill('packer')
-    await page.getByRole('button', { name: 'Apply' }).click()
+    const change = page.getByRole('form', { name: 'New sub-role for clerk2@shop-a.example' })
+    await change.getByLabel('Sub-role').locator('option[value="packer"]').waitFor({ state: 'attached' })
+    t.equal(await change.getByLabel('Sub-role').evaluate((el) => el.tagName), 'SELECT', 'the new sub-role is picked, not typed')
+    await change.getByLabel('Sub-role').selectOption('packer')
+    await change.getByRole('button', { name: 'Apply' }).click()
     await status('Saved.')
     t.equal((await get(`/v2/admin/accounts/${clerk2}`)).sub_role_code, 'packer', 'the API moved clerk2')
 
@@ -197,10 +220,12 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.ok(await page.getByLabel(/Refund orders/).isChecked(), 'the matrix shows it')
 
     // Created while the list shows shop-a: the sub-role is shop-a's, not a platform template.
+    await page.getByRole('heading', { name: 'Create a sub-role in shop-a' }).waitFor()
     await page.getByLabel('Code').fill('picker')
     await page.getByLabel('Label').fill('Shop-a picker')
     await page.getByRole('button', { name: 'Create a sub-role' }).click()
-    await status('Created picker.')
+    await page.getByRole('alertdialog', { name: 'Create the sub-role picker (Shop-a picker) in shop-a?' }).getByRole('button', { name: 'Confirm' }).click()
+    await status('Created picker in shop-a.')
     await page.getByRole('cell', { name: 'Shop-a picker' }).waitFor()
     t.match((await get('/v2/admin/sub-roles?domain=shop-a')).items.find((r) => r.code === 'picker'), { label: 'Shop-a picker' }, "created in the list's domain")
     t.notOk((await get('/v2/admin/sub-roles?domain=shop-b')).items.some((r) => r.code === 'picker'), 'not seen in another merchant')
@@ -268,7 +293,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByText(/Audit chain verified: \d+ entries/).waitFor()
     await page.getByLabel('Action').fill('sub_role_created')
     await page.getByRole('button', { name: 'Filter' }).click()
-    await page.getByText('Page 1 of 1 (2 in all)').waitFor()
+    await page.getByText('Page 1 of 1 (3 in all)').waitFor()
     t.ok(await page.getByRole('cell', { name: 'role clerk' }).isVisible(), 'the creation is in the trail')
     t.ok(await page.getByRole('cell', { name: 'role picker' }).isVisible(), "and the one in shop-a's domain")
     await page.screenshot({ path: join(shots, 'audit.png') })
@@ -281,6 +306,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByLabel('Código').fill('clerk')
     await page.getByLabel('Etiqueta').fill('Otra')
     await page.getByRole('button', { name: 'Crear un subrol' }).click()
+    await page.getByRole('button', { name: 'Confirmar' }).click()
     await page.getByRole('alert').filter({ hasText: 'Ya existe un subrol con el código clerk en este dominio.' }).waitFor()
     await page.getByLabel('Dominio').selectOption('shop-a')
     await page.getByRole('button', { name: 'Permisos: clerk' }).click()
