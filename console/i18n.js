@@ -109,6 +109,7 @@ const MESSAGES = {
     confirm: 'Confirm',
     createSubRoleIn: 'Create a sub-role in {domain}',
     confirmCreateSubRole: 'Create the sub-role {code} ({label}) in {domain}?',
+    sessionEnded: 'Your session ended. Sign in again to go back where you were.',
   },
   es: {
     title: 'Consola de administración',
@@ -218,6 +219,7 @@ const MESSAGES = {
     confirm: 'Confirmar',
     createSubRoleIn: 'Crear un subrol en {domain}',
     confirmCreateSubRole: '¿Crear el subrol {code} ({label}) en {domain}?',
+    sessionEnded: 'Su sesión ha terminado. Inicie sesión de nuevo para volver adonde estaba.',
   },
 }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { chromium } from 'playwright-core'
 import { TEST_SECRET, tempDir } from '../helper.js'
+import { decodePayload, nowSeconds, sign } from '../support/jwt.js'
 import { processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
@@ -297,6 +298,32 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.ok(await page.getByRole('cell', { name: 'role clerk' }).isVisible(), 'the creation is in the trail')
     t.ok(await page.getByRole('cell', { name: 'role picker' }).isVisible(), "and the one in shop-a's domain")
     await page.screenshot({ path: join(shots, 'audit.png') })
+  })
+
+  await t.test('a refused token (ended, expired, invalid) leads to sign-in and back to the same screen', async (t) => {
+    const consoleToken = async () => String(await page.evaluate(() => sessionStorage.getItem('aps.console.token')))
+    const cases: Array<[string, string, (token: string) => Promise<void>]> = [
+      ['ended', 'Sub-roles', async (token) => void (await apiCall('POST', '/v2/auth/logout', token, { command: 'logout', data: {} }))],
+      ['expired', 'Access review', async (token) => {
+        const expired = sign({ ...decodePayload(token), exp: nowSeconds() - 30 }, TEST_SECRET)
+        t.equal(((await apiCall('GET', '/v2/profile', expired)).json as unknown as { response_code?: string }).response_code, '202', 'the API calls it expired')
+        await page.evaluate((value) => sessionStorage.setItem('aps.console.token', value), expired)
+      }],
+      ['invalid', 'Accounts', async () => void (await page.evaluate(() => sessionStorage.setItem('aps.console.token', 'not-a-token')))],
+    ]
+    for (const [kind, section, spoil] of cases) {
+      await open(section)
+      await spoil(await consoleToken())
+      await page.getByRole('navigation').getByRole('link', { name: 'Audit trail' }).click()
+      await page.getByRole('alert').filter({ hasText: 'Your session ended. Sign in again to go back where you were.' }).waitFor()
+      t.equal(await page.getByRole('navigation').count(), 0, `${kind}: no dead screen is left`)
+      await page.getByLabel('E-mail').fill(ROOT_EMAIL)
+      await page.getByLabel('Password').fill(ROOT_PASSWORD)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('heading', { level: 2, name: 'Audit trail' }).waitFor()
+      t.pass(`${kind}: signed in again, the screen asked for is back`)
+      t.equal(await page.getByText('Your session ended').count(), 0, `${kind}: the notice is gone`)
+    }
   })
 
   await t.test('Spanish, and a refusal from the API shown localised', async (t) => {
