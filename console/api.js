@@ -47,7 +47,7 @@ export async function api(method, path, { query, body } = {}) {
     // An expired, ended or otherwise refused token: the console asks for a new sign-in instead of showing a dead screen.
     if (response.status === 401 && path !== '/v2/auth/login' && session.token !== null) {
       session.token = null
-      dispatchEvent(new CustomEvent(SESSION_ENDED))
+      globalThis.dispatchEvent(new globalThis.Event(SESSION_ENDED))
     }
     throw new ApiError(response.status, json)
   }
