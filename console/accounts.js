@@ -2,7 +2,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 function RegisterForm({ onDone }) {
   const { t, me } = useContext(Ctx)
@@ -39,23 +39,23 @@ function RegisterForm({ onDone }) {
 
 function SubRoleChange({ account, onDone, onCancel }) {
   const { t } = useContext(Ctx)
-  const [error, setError] = useState(null)
   const [code, setCode] = useState(account.sub_role_code)
-  const submit = async (event) => {
+  const [ask, confirmation] = useConfirm()
+  // Moving an account takes away what its old sub-role held and the new one does not: asked first.
+  const submit = (event) => {
     event.preventDefault()
-    try {
+    ask(t('confirmSubRoleChange', { email: account.email, from: account.sub_role_code, to: code }), async () => {
       await api('POST', apiPath`/v2/admin/accounts/${account.id}/sub-role`, { body: command('change-sub-role', { sub_role_code: code }) })
       onDone(t('saved'))
-    } catch (e) {
-      setError(errorText(e))
-    }
+      return undefined
+    })
   }
-  return html`<form onSubmit=${submit} class="panel" aria-label=${t('newSubRoleFor', { email: account.email })}>
+  return html`<form onSubmit=${submit} class="panel" aria-label=${t('newSubRoleFor', { email: account.email })} onKeyDown=${(e) => e.key === 'Escape' && onCancel()}>
     <p class="preview">${t('newSubRoleFor', { email: account.email })}</p>
     <${SubRoleSelect} id="new-sub-role" domain=${homeDomain(account)} value=${code} onChange=${setCode} />
     <button type="submit">${t('apply')}</button>
     <button type="button" onClick=${onCancel}>${t('cancel')}</button>
-    <${Notice} error=${error} />
+    ${confirmation}
   </form>`
 }
 
@@ -71,13 +71,23 @@ export function AccountsScreen() {
     const form = new FormData(event.currentTarget)
     setFilters({ q: form.get('q'), status: form.get('status'), sub_role_code: form.get('sub_role_code'), merchant_id: form.get('merchant_id') ?? undefined, page: 1 })
   }
+  const [ask, confirmation] = useConfirm()
   const switchAccount = async (account, path, name) => {
+    await api('POST', apiPath`/v2/admin/accounts/${account.id}/${path}`, { body: command(name, {}) })
+    reload()
+    return t('saved')
+  }
+  // Switching an account off ends its sessions at once: asked first, naming the account and that consequence.
+  const deactivate = (account) => ask(t('confirmDeactivate', { email: account.email }), () => switchAccount(account, 'deactivate', 'deactivate-admin'))
+  const [busy, setBusy] = useState(false)
+  const reactivate = async (account) => {
+    setBusy(true)
     try {
-      await api('POST', apiPath`/v2/admin/accounts/${account.id}/${path}`, { body: command(name, {}) })
-      setNotice({ status: t('saved') })
-      reload()
+      setNotice({ status: await switchAccount(account, 'reactivate', 'reactivate-admin') })
     } catch (e) {
       setNotice({ error: errorText(e) })
+    } finally {
+      setBusy(false)
     }
   }
   const manage = can('admin:manage')
@@ -98,6 +108,7 @@ export function AccountsScreen() {
     </form>
     <${Notice} error=${error} />
     <${Notice} ...${notice} />
+    ${confirmation}
     ${editing
       ? html`<${SubRoleChange}
           account=${editing}
@@ -128,10 +139,10 @@ export function AccountsScreen() {
                     ? html`<button type="button" aria-label=${`${t('changeSubRole')}: ${a.email}`} onClick=${() => setEditing(a)}>${t('changeSubRole')}</button>`
                     : null}
                   ${manage && a.id !== me.id && a.status === 'active'
-                    ? html`<button type="button" aria-label=${`${t('deactivate')}: ${a.email}`} onClick=${() => switchAccount(a, 'deactivate', 'deactivate-admin')}>${t('deactivate')}</button>`
+                    ? html`<button type="button" aria-label=${`${t('deactivate')}: ${a.email}`} onClick=${() => deactivate(a)}>${t('deactivate')}</button>`
                     : null}
                   ${manage && a.status === 'deactivated'
-                    ? html`<button type="button" aria-label=${`${t('reactivate')}: ${a.email}`} onClick=${() => switchAccount(a, 'reactivate', 'reactivate-admin')}>${t('reactivate')}</button>`
+                    ? html`<button type="button" aria-label=${`${t('reactivate')}: ${a.email}`} disabled=${busy} onClick=${() => reactivate(a)}>${t('reactivate')}</button>`
                     : null}
                 </td>
               </tr>`,
@@ -147,7 +158,8 @@ export function AccountsScreen() {
 function OverrideForm({ user, domain, catalog, onDone }) {
   const { t, me } = useContext(Ctx)
   const [pair, setPair] = useState('')
-  const [submit, notice] = useFormAction(async (form) => {
+  const [ask, confirmation] = useConfirm()
+  const [submit, notice, busy] = useFormAction(async (form) => {
     const effect = form.get('effect')
     const data = { ...splitPair(pair) }
     if (me.principal_type === 'system_owner') data.domain = domain
@@ -155,9 +167,15 @@ function OverrideForm({ user, domain, catalog, onDone }) {
     if (effect !== 'revoke' && expires) data.expires_at = new Date(expires).toISOString()
     const names = { grant: ['POST', 'grant', 'grant-user-permission'], deny: ['POST', 'deny', 'deny-user-permission'], revoke: ['DELETE', 'revoke', 'revoke-user-permission'] }
     const [method, path, name] = names[effect]
-    await api(method, apiPath`/v2/admin/permissions/users/${user.id}/${path}`, { body: command(name, data) })
-    onDone()
-    return t('saved')
+    const write = async () => {
+      await api(method, apiPath`/v2/admin/permissions/users/${user.id}/${path}`, { body: command(name, data) })
+      onDone()
+      return t('saved')
+    }
+    // A deny or a revocation may take access away at once: asked first, naming whom and what.
+    if (effect === 'grant') return write()
+    ask(t(effect === 'deny' ? 'confirmDeny' : 'confirmRevokeOverride', { email: user.email, pair }), write)
+    return undefined
   })
   return html`<section aria-labelledby="overrides-heading">
     <h3 id="overrides-heading">${t('overrides')}</h3>
@@ -172,9 +190,10 @@ function OverrideForm({ user, domain, catalog, onDone }) {
       </select>
       <label for="ov-expires">${t('expiresAt')}</label>
       <input id="ov-expires" name="expires_at" type="datetime-local" />
-      <button type="submit">${t('apply')}</button>
+      <button type="submit" disabled=${busy}>${t('apply')}</button>
     </form>
     <${Notice} ...${notice} />
+    ${confirmation}
   </section>`
 }
 

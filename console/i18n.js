@@ -110,6 +110,10 @@ const MESSAGES = {
     createSubRoleIn: 'Create a sub-role in {domain}',
     confirmCreateSubRole: 'Create the sub-role {code} ({label}) in {domain}?',
     sessionEnded: 'Your session ended. Sign in again to go back where you were.',
+    confirmDeactivate: 'Deactivate {email}? Their sessions end now and they can no longer sign in.',
+    confirmSubRoleChange: 'Move {email} from {from} to {to}? They lose at once whatever {from} holds and {to} does not.',
+    confirmDeny: 'Deny {pair} to {email}? They lose it now, whatever their sub-role grants.',
+    confirmRevokeOverride: 'Revoke the override of {pair} for {email}? What it allowed or denied ends now.',
   },
   es: {
     title: 'Consola de administración',
@@ -220,6 +224,10 @@ const MESSAGES = {
     createSubRoleIn: 'Crear un subrol en {domain}',
     confirmCreateSubRole: '¿Crear el subrol {code} ({label}) en {domain}?',
     sessionEnded: 'Su sesión ha terminado. Inicie sesión de nuevo para volver adonde estaba.',
+    confirmDeactivate: '¿Desactivar {email}? Sus sesiones terminan ahora y ya no podrá iniciar sesión.',
+    confirmSubRoleChange: '¿Pasar {email} de {from} a {to}? Pierde al instante lo que {from} tiene y {to} no.',
+    confirmDeny: '¿Denegar {pair} a {email}? Lo pierde ahora, conceda lo que conceda su subrol.',
+    confirmRevokeOverride: '¿Quitar la excepción de {pair} a {email}? Lo que permitía o denegaba termina ahora.',
   },
 }
 
