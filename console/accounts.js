@@ -2,7 +2,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 function RegisterForm({ onDone }) {
   const { t, me } = useContext(Ctx)
@@ -131,7 +131,7 @@ export function AccountsScreen() {
               (a) => html`<tr key=${a.id}>
                 <td><a href=${`#/users/${a.id}`}>${a.email}</a></td>
                 <td>${a.name}</td>
-                <td>${a.merchant_id ?? 'global'}</td>
+                <td>${a.merchant_id ?? t('global')}</td>
                 <td>${a.sub_role_code}</td>
                 <td>${t(a.status)}</td>
                 <td class="actions">
@@ -217,10 +217,10 @@ export function UserScreen({ userId }) {
   return html`<section>
     <p><a href="#/accounts">${t('back')}</a></p>
     <h2>${account.email}</h2>
-    <p>${account.name} · ${account.merchant_id ?? 'global'} · ${account.sub_role_code} · ${t(account.status)}</p>
+    <p>${account.name} · ${account.merchant_id ?? t('global')} · ${account.sub_role_code} · ${t(account.status)}</p>
     <${DomainPicker} id="user-domain" value=${shownDomain} onChange=${setDomain} />
     <${Notice} error=${viewError} />
-    <h3>${t('effective', { domain: view.effective.domain })}</h3>
+    <h3>${t('effective', { domain: domainName(t, view.effective.domain) })}</h3>
     <table>
       <thead><tr><th>${t('permission')}</th><th>${t('allowed')}</th><th>${t('why')}</th><th>${t('expires')}</th></tr></thead>
       <tbody>

@@ -29,6 +29,8 @@ let language = 'en'
 export const setApiLanguage = (lang) => {
   language = lang
 }
+/** The language the console asks the API to answer in. */
+export const apiLanguage = () => language
 
 /** Calls the API; answers the envelope's `data`, or throws an ApiError with the API's own (localised) text. */
 export async function api(method, path, { query, body } = {}) {

@@ -1,6 +1,6 @@
 // The console's own words; the API's answers (errors, catalog labels) come
 // already localised from the API through Accept-Language.
-const MESSAGES = {
+export const MESSAGES = {
   en: {
     title: 'Admin console',
     language: 'Language',
@@ -53,8 +53,6 @@ const MESSAGES = {
     matrix: 'Permissions of {code} in {domain}',
     chooseSubRole: 'Choose a sub-role to see its permissions.',
     rootHoldsAll: 'A root sub-role holds every permission.',
-    previewGrant: '{gaining} users gain {pair}',
-    previewRevoke: '{losing} users lose {pair}',
     save: 'Save',
     cancel: 'Cancel',
     permissions: 'Permissions',
@@ -114,6 +112,51 @@ const MESSAGES = {
     confirmSubRoleChange: 'Move {email} from {from} to {to}? They lose at once whatever {from} holds and {to} does not.',
     confirmDeny: 'Deny {pair} to {email}? They lose it now, whatever their sub-role grants.',
     confirmRevokeOverride: 'Revoke the override of {pair} for {email}? What it allowed or denied ends now.',
+    // Values, field names, plurals and the network (issue 33).
+    networkError: 'The service could not be reached. Check the connection and try again.',
+    previewGrant_one: '{count} user gains {pair}',
+    previewGrant_other: '{count} users gain {pair}',
+    previewRevoke_one: '{count} user loses {pair}',
+    previewRevoke_other: '{count} users lose {pair}',
+    targetType_user: 'user',
+    targetType_role: 'sub-role',
+    targetType_permission: 'permission',
+    via_root: 'root sub-role',
+    via_role: 'sub-role grant',
+    via_user: 'user override',
+    field_body: 'request',
+    field_email: 'E-mail',
+    field_name: 'Name',
+    field_password: 'Password',
+    field_merchant_id: 'Merchant id',
+    field_sub_role_code: 'Sub-role',
+    field_code: 'Code',
+    field_label: 'Label',
+    field_domain: 'Domain',
+    field_obj: 'Object',
+    field_act: 'Action',
+    field_expires_at: 'Expires at',
+    field_current_password: 'Current password',
+    field_new_password: 'New password',
+    field_display_name: 'Display name',
+    field_q: 'Search',
+    action_grant: 'permission granted',
+    action_revoke: 'grant or override revoked',
+    action_deny: 'permission denied',
+    action_register: 'administrator registered',
+    action_onboard: 'merchant onboarded',
+    action_catalog_added: 'catalog entry added',
+    action_catalog_deactivated: 'catalog entry deactivated',
+    action_catalog_reactivated: 'catalog entry reactivated',
+    action_role_changed: 'sub-role changed',
+    action_deactivated: 'account deactivated',
+    action_reactivated: 'account reactivated',
+    action_password_changed: 'password changed',
+    action_password_reset: 'password reset',
+    action_override_expired: 'override expired',
+    action_sub_role_created: 'sub-role created',
+    action_logged_out: 'signed out',
+    action_logged_out_everywhere: 'signed out everywhere',
   },
   es: {
     title: 'Consola de administración',
@@ -167,8 +210,6 @@ const MESSAGES = {
     matrix: 'Permisos de {code} en {domain}',
     chooseSubRole: 'Elija un subrol para ver sus permisos.',
     rootHoldsAll: 'Un subrol raíz tiene todos los permisos.',
-    previewGrant: '{gaining} usuarios obtienen {pair}',
-    previewRevoke: '{losing} usuarios pierden {pair}',
     save: 'Guardar',
     cancel: 'Cancelar',
     permissions: 'Permisos',
@@ -228,6 +269,51 @@ const MESSAGES = {
     confirmSubRoleChange: '¿Pasar {email} de {from} a {to}? Pierde al instante lo que {from} tiene y {to} no.',
     confirmDeny: '¿Denegar {pair} a {email}? Lo pierde ahora, conceda lo que conceda su subrol.',
     confirmRevokeOverride: '¿Quitar la excepción de {pair} a {email}? Lo que permitía o denegaba termina ahora.',
+    // Values, field names, plurals and the network (issue 33).
+    networkError: 'No se pudo contactar con el servicio. Compruebe la conexión e inténtelo de nuevo.',
+    previewGrant_one: '{count} usuario obtiene {pair}',
+    previewGrant_other: '{count} usuarios obtienen {pair}',
+    previewRevoke_one: '{count} usuario pierde {pair}',
+    previewRevoke_other: '{count} usuarios pierden {pair}',
+    targetType_user: 'usuario',
+    targetType_role: 'subrol',
+    targetType_permission: 'permiso',
+    via_root: 'subrol raíz',
+    via_role: 'concesión al subrol',
+    via_user: 'excepción del usuario',
+    field_body: 'solicitud',
+    field_email: 'Correo electrónico',
+    field_name: 'Nombre',
+    field_password: 'Contraseña',
+    field_merchant_id: 'Id del comercio',
+    field_sub_role_code: 'Subrol',
+    field_code: 'Código',
+    field_label: 'Etiqueta',
+    field_domain: 'Dominio',
+    field_obj: 'Objeto',
+    field_act: 'Acción',
+    field_expires_at: 'Caduca el',
+    field_current_password: 'Contraseña actual',
+    field_new_password: 'Contraseña nueva',
+    field_display_name: 'Nombre visible',
+    field_q: 'Búsqueda',
+    action_grant: 'permiso concedido',
+    action_revoke: 'concesión o excepción revocada',
+    action_deny: 'permiso denegado',
+    action_register: 'administrador registrado',
+    action_onboard: 'comercio dado de alta',
+    action_catalog_added: 'entrada del catálogo añadida',
+    action_catalog_deactivated: 'entrada del catálogo desactivada',
+    action_catalog_reactivated: 'entrada del catálogo reactivada',
+    action_role_changed: 'subrol cambiado',
+    action_deactivated: 'cuenta desactivada',
+    action_reactivated: 'cuenta reactivada',
+    action_password_changed: 'contraseña cambiada',
+    action_password_reset: 'contraseña restablecida',
+    action_override_expired: 'excepción caducada',
+    action_sub_role_created: 'subrol creado',
+    action_logged_out: 'sesión cerrada',
+    action_logged_out_everywhere: 'sesión cerrada en todas partes',
   },
 }
 
@@ -245,7 +331,20 @@ export function browserLanguage() {
   return 'en'
 }
 
+/**
+ * `t(key, params)`: the text of `key` in `lang` with `{name}` filled in. With
+ * a numeric `params.count`, `key_one` / `key_other` (the language's plural
+ * rules) are looked up first. A key without text answers the key itself.
+ */
 export function translator(lang) {
   const messages = MESSAGES[lang] ?? MESSAGES.en
-  return (key, params = {}) => (messages[key] ?? MESSAGES.en[key] ?? key).replace(/\{(\w+)\}/g, (_, name) => String(params[name] ?? ''))
+  const plurals = new Intl.PluralRules(lang)
+  const text = (key) => messages[key] ?? MESSAGES.en[key]
+  const t = (key, params = {}) => {
+    const plural = typeof params.count === 'number' ? text(`${key}_${plurals.select(params.count)}`) ?? text(`${key}_other`) : undefined
+    return (plural ?? text(key) ?? key).replace(/\{(\w+)\}/g, (_, name) => String(params[name] ?? ''))
+  }
+  /** True when `key` has a text (for values that may be new to the console, shown as they are otherwise). */
+  t.has = (key) => text(key) !== undefined
+  return t
 }

@@ -1,7 +1,10 @@
 // Access review, the audit trail and the merchants.
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
-import { Ctx, DomainPicker, Notice, Pager, PairSelect, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, domainName, Notice, Pager, PairSelect, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
+
+/** The audit trail's target types (the API's AUDIT_TARGET_TYPES; test/console/i18n.test.ts keeps them equal). */
+export const TARGET_TYPES = ['user', 'role', 'permission']
 
 export function ReviewScreen() {
   const { t, me, lang } = useContext(Ctx)
@@ -28,13 +31,13 @@ export function ReviewScreen() {
     </form>
     <${Notice} error=${error} />
     ${data
-      ? html`<h3>${t('holders', { pair: `${asked.obj}:${asked.act}`, domain: data.domain })}</h3>
+      ? html`<h3>${t('holders', { pair: `${asked.obj}:${asked.act}`, domain: domainName(t, data.domain) })}</h3>
           ${data.items.length === 0
             ? html`<p>${t('nothing')}</p>`
             : html`<table>
                 <thead><tr><th>${t('email')}</th><th>${t('subRole')}</th><th>${t('via')}</th></tr></thead>
                 <tbody>
-                  ${data.items.map((h) => html`<tr key=${h.user_id}><td><a href=${`#/users/${h.user_id}`}>${h.email}</a></td><td>${h.sub_role_code}</td><td>${h.via}</td></tr>`)}
+                  ${data.items.map((h) => html`<tr key=${h.user_id}><td><a href=${`#/users/${h.user_id}`}>${h.email}</a></td><td>${h.sub_role_code}</td><td>${t(`via_${h.via}`)}</td></tr>`)}
                 </tbody>
               </table>`}
           <${Pager} page=${data} onPage=${(p) => setAsked({ ...asked, page: p })} />`
@@ -68,9 +71,7 @@ export function AuditScreen() {
       <label for="a-type">${t('targetType')}</label>
       <select id="a-type" name="target_type">
         <option value="">${t('any')}</option>
-        <option value="user">user</option>
-        <option value="role">role</option>
-        <option value="permission">permission</option>
+        ${TARGET_TYPES.map((type) => html`<option value=${type}>${t(`targetType_${type}`)}</option>`)}
       </select>
       <label for="a-target">${t('targetId')}</label>
       <input id="a-target" name="target_id" />
@@ -87,7 +88,7 @@ export function AuditScreen() {
               (e) => html`<tr key=${e.id}>
                 <td>${new Date(e.created_at).toLocaleString(lang)}</td>
                 <td>${e.action}</td>
-                <td>${e.target_type} ${e.target_id}</td>
+                <td>${t(`targetType_${e.target_type}`)} ${e.target_id}</td>
                 <td>${e.obj ? `${e.obj}:${e.act}` : ''}</td>
                 <td>${e.domain ?? ''}</td>
                 <td>${e.actor_type} ${e.actor_id}</td>

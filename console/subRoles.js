@@ -3,7 +3,7 @@
 import { html, useContext, useEffect, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, homeDomain, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, domainName, homeDomain, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 /**
  * Creating a sub-role is its own action, confirmed, in the domain the list
@@ -14,20 +14,20 @@ function CreateSubRole({ domain, onDone }) {
   const { t, me } = useContext(Ctx)
   const [ask, confirmation] = useConfirm()
   const where = me.principal_type === 'system_owner' ? domain : me.merchant_id
-  const domainName = where === 'global' ? t('global') : where
+  const shownDomain = domainName(t, where)
   const [submit, notice, busy] = useFormAction(async (form) => {
     const code = form.get('code')
     const label = form.get('label')
     const scoped = me.principal_type === 'system_owner' ? { domain } : {}
-    ask(t('confirmCreateSubRole', { code, label, domain: domainName }), async () => {
+    ask(t('confirmCreateSubRole', { code, label, domain: shownDomain }), async () => {
       const created = await api('POST', '/v2/admin/sub-roles', { body: command('create-sub-role', { code, label, ...scoped }) })
       onDone()
-      return t('created', { code: created.code, domain: domainName })
+      return t('created', { code: created.code, domain: shownDomain })
     })
     return undefined
   })
   return html`<section aria-labelledby="create-role-heading">
-    <h3 id="create-role-heading">${t('createSubRoleIn', { domain: domainName })}</h3>
+    <h3 id="create-role-heading">${t('createSubRoleIn', { domain: shownDomain })}</h3>
     <form onSubmit=${submit} class="grid">
       <label for="role-code">${t('code')}</label>
       <input id="role-code" name="code" pattern="[a-z][a-z0-9_]{1,63}" required />
@@ -46,8 +46,8 @@ function Preview({ pending, onSave, onCancel }) {
   const pair = `${pending.entry.obj}:${pending.entry.act}`
   const text =
     pending.action === 'grant'
-      ? t('previewGrant', { gaining: pending.preview.users_gaining, pair })
-      : t('previewRevoke', { losing: pending.preview.users_losing, pair })
+      ? t('previewGrant', { count: pending.preview.users_gaining, pair })
+      : t('previewRevoke', { count: pending.preview.users_losing, pair })
   return html`<div class="panel" role="region" aria-label=${text}>
     <p class="preview">${text}</p>
     ${pending.preview.sample.length > 0 ? html`<ul>${pending.preview.sample.map((s) => html`<li key=${s.user_id}>${s.email}</li>`)}</ul>` : null}
@@ -100,7 +100,7 @@ function Matrix({ role, domain }) {
   const groups = new Map()
   for (const entry of grantableIn(catalog, granted.domain)) groups.set(entry.group_name, [...(groups.get(entry.group_name) ?? []), entry])
   return html`<section aria-labelledby="matrix-heading">
-    <h3 id="matrix-heading">${t('matrix', { code: role.code, domain: granted.domain })}</h3>
+    <h3 id="matrix-heading">${t('matrix', { code: role.code, domain: domainName(t, granted.domain) })}</h3>
     ${granted.is_root ? html`<p>${t('rootHoldsAll')}</p>` : null}
     <${Notice} ...${notice} />
     ${pending ? html`<${Preview} pending=${pending} onSave=${save} onCancel=${() => setPending(null)} />` : null}

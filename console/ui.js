@@ -1,18 +1,30 @@
 // Pieces the screens share.
 import { createContext, html, useContext, useEffect, useRef, useState } from './preact-htm.js'
-import { ApiError, api } from './api.js'
-import { LANGUAGES } from './i18n.js'
+import { ApiError, api, apiLanguage } from './api.js'
+import { LANGUAGES, translator } from './i18n.js'
 
 /** `{ t, lang, setLang, me, can }` of the signed-in admin. */
 export const Ctx = createContext(null)
 
-/** The API's own text for a refusal (already in the console's language), with the fields it names. */
+/**
+ * The API's own text for a refusal (already in the console's language), with
+ * the fields it names by the console's names for them; a request that never
+ * reached the service says so in the console's language, not the browser's.
+ */
 export function errorText(error) {
+  const t = translator(apiLanguage())
   if (error instanceof ApiError) {
-    const fields = error.fields.map((f) => `${f.field}: ${f.message}`).join('; ')
+    const fields = error.fields.map((f) => `${fieldName(t, f.field)}: ${f.message}`).join('; ')
     return fields === '' ? error.message : `${error.message} ${fields}`
   }
+  if (error instanceof TypeError) return t('networkError')
   return String(error?.message ?? error)
+}
+
+/** `merchant_id` → "Merchant id"; a nested field (`checks[0].obj`) keeps its path, its last name translated. */
+function fieldName(t, field) {
+  const last = /[A-Za-z_]+$/.exec(field)?.[0] ?? field
+  return t.has(`field_${last}`) ? field.slice(0, field.length - last.length) + t(`field_${last}`) : field
 }
 
 /** An error (announced at once) or a confirmation. */
@@ -130,6 +142,9 @@ export function SubRoleSelect({ id, name, domain, value, onChange, anyLabel, req
     </select>
     ${error ? html`<${Notice} error=${error} />` : null}`
 }
+
+/** A domain as people read it: `global` in the console's words, a merchant by its id. */
+export const domainName = (t, domain) => (domain === 'global' ? t('global') : domain)
 
 /** The caller's home domain: where its screens start. */
 export const homeDomain = (me) => (me.principal_type === 'merchant' ? me.merchant_id : 'global')
