@@ -143,6 +143,19 @@ export function SubRoleSelect({ id, name, domain, value, onChange, anyLabel, req
     ${error ? html`<${Notice} error=${error} />` : null}`
 }
 
+/**
+ * An instant in the browser's zone with the zone named ("27/11/2026, 15:04 CET"),
+ * and in UTC on hover and for screen readers' title.
+ */
+export function Time({ value, dateOnly = false }) {
+  const { lang } = useContext(Ctx)
+  if (!value) return null
+  const date = new Date(value)
+  const zone = new Intl.DateTimeFormat(lang, { timeZoneName: 'short' }).formatToParts(date).find((p) => p.type === 'timeZoneName')?.value ?? ''
+  const shown = dateOnly ? date.toLocaleDateString(lang) : `${date.toLocaleString(lang, { dateStyle: 'medium', timeStyle: 'short' })} ${zone}`
+  return html`<time datetime=${date.toISOString()} title=${`${date.toISOString().replace('T', ' ').slice(0, 19)} UTC`}>${shown}</time>`
+}
+
 /** A domain as people read it: `global` in the console's words, a merchant by its id. */
 export const domainName = (t, domain) => (domain === 'global' ? t('global') : domain)
 

@@ -54,6 +54,8 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1100, height: 720 },
     locale: 'en-US',
+    // Not UTC, so that a time shown in UTC by mistake shows.
+    timezoneId: 'Europe/Madrid',
   })
   t.teardown(() => context.close())
   context.setDefaultTimeout(STEP_MS)
@@ -314,11 +316,41 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
 
     await open('Audit trail')
     await page.getByText(/Audit chain verified: \d+ entries/).waitFor()
-    await page.getByLabel('Action').fill('sub_role_created')
-    await page.getByRole('button', { name: 'Filter' }).click()
+    const filter = page.getByRole('form', { name: 'Filter' })
+    // Actions are picked by their words, from the API's own list.
+    await filter.getByLabel('Action').selectOption({ label: 'sub-role created' })
+    await filter.getByRole('button', { name: 'Filter' }).click()
     await page.getByText('Page 1 of 1 (3 in all)').waitFor()
-    t.ok(await page.getByRole('cell', { name: 'role clerk' }).isVisible(), 'the creation is in the trail')
-    t.ok(await page.getByRole('cell', { name: 'role picker' }).isVisible(), "and the one in shop-a's domain")
+    t.ok(await page.getByRole('cell', { name: 'sub-role clerk' }).isVisible(), 'the creation is in the trail, its target type in words')
+    t.ok(await page.getByRole('cell', { name: 'sub-role picker' }).isVisible(), "and the one in shop-a's domain")
+    t.equal(await page.getByRole('cell', { name: 'sub-role created' }).count(), 3, 'the action in words, not its code')
+    const rootName = String((await get('/v2/profile')).name)
+    t.equal(await page.getByRole('cell', { name: `${rootName} ${ROOT_EMAIL}` }).count(), 3, 'the actor by name and e-mail, not a UUID')
+    t.match(await page.locator('tbody time').first().textContent(), /GMT\+1$/, "times are in the browser's zone (Madrid), named")
+    t.match(await page.locator('tbody time').first().getAttribute('title'), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/, 'and UTC on hover')
+
+    // A person's e-mail as the target finds what happened to them; the actor filter takes one too.
+    await filter.getByLabel('Action').selectOption('')
+    await filter.getByLabel('Target (e-mail or id)').fill('clerk2@shop-a.example')
+    await filter.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('cell', { name: 'account deactivated' }).waitFor()
+    t.ok(await page.getByRole('cell', { name: 'clerk2 clerk2@shop-a.example' }).first().isVisible(), 'the target by name and e-mail')
+    const api = await get('/v2/admin/permissions/audit-log?target=clerk2%40shop-a.example')
+    await page.getByText(`Page 1 of 1 (${String(api.total)} in all)`).waitFor()
+    await filter.getByLabel('Actor (e-mail or id)').fill('owner@shop-b.example')
+    await filter.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'No audit entries match these filters.' }).waitFor()
+    t.pass('an empty result says so')
+    await filter.getByLabel('Actor (e-mail or id)').fill('')
+    await filter.getByLabel('Target (e-mail or id)').fill('')
+    await filter.getByLabel('Until').fill('2020-01-01')
+    await filter.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'No audit entries match these filters.' }).waitFor()
+    t.pass('the date range filters')
+    await filter.getByLabel('Until').fill('')
+    await filter.getByLabel('Action').selectOption({ label: 'sub-role created' })
+    await filter.getByRole('button', { name: 'Filter' }).click()
+    await page.getByText('Page 1 of 1 (3 in all)').waitFor()
     await page.screenshot({ path: join(shots, 'audit.png') })
   })
 

@@ -55,9 +55,11 @@ t.test('the values the API answers have words in both languages', async (t) => {
       t.same(values.filter((value) => MESSAGES[lang]?.[`${prefix}${value}`] === undefined), [], `${lang}: every ${prefix}…`)
     }
   }
-  // lists.js imports the Preact bundle the service serves (not a file here): its constant is read from its text.
-  const targetTypes = JSON.parse((/TARGET_TYPES = (\[[^\]]*\])/.exec(readFileSync(join(consoleDir, 'lists.js'), 'utf8'))?.[1] ?? '[]').replace(/'/g, '"')) as string[]
-  t.same([...targetTypes].sort(), [...AUDIT_TARGET_TYPES].sort(), "the audit filter offers the API's target types")
+  // lists.js imports the Preact bundle the service serves (not a file here): its constants are read from its text.
+  const lists = readFileSync(join(consoleDir, 'lists.js'), 'utf8')
+  const constant = (name: string) => JSON.parse((new RegExp(`${name} = (\\[[^\\]]*\\])`).exec(lists)?.[1] ?? '[]').replace(/'/g, '"')) as string[]
+  t.same(constant('TARGET_TYPES').sort(), [...AUDIT_TARGET_TYPES].sort(), "the audit filter offers the API's target types")
+  t.same(constant('AUDIT_ACTIONS'), [...AUDIT_ACTIONS], "and the API's actions, in its order")
 })
 
 t.test('plurals follow the language', async (t) => {
