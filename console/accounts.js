@@ -90,6 +90,7 @@ export function AccountsScreen() {
       setBusy(false)
     }
   }
+  // Only what may be done is offered: the API says per row what the rules let this admin do (allowed_actions).
   const manage = can('admin:manage')
   return html`<section>
     <h2>${t('accounts')}</h2>
@@ -135,13 +136,13 @@ export function AccountsScreen() {
                 <td>${a.sub_role_code}</td>
                 <td>${t(a.status)}</td>
                 <td class="actions">
-                  ${manage && !a.is_root
+                  ${manage && a.allowed_actions.includes('change-sub-role')
                     ? html`<button type="button" aria-label=${`${t('changeSubRole')}: ${a.email}`} onClick=${() => setEditing(a)}>${t('changeSubRole')}</button>`
                     : null}
-                  ${manage && a.id !== me.id && a.status === 'active'
+                  ${manage && a.id !== me.id && a.allowed_actions.includes('deactivate')
                     ? html`<button type="button" aria-label=${`${t('deactivate')}: ${a.email}`} onClick=${() => deactivate(a)}>${t('deactivate')}</button>`
                     : null}
-                  ${manage && a.status === 'deactivated'
+                  ${manage && a.allowed_actions.includes('reactivate')
                     ? html`<button type="button" aria-label=${`${t('reactivate')}: ${a.email}`} disabled=${busy} onClick=${() => reactivate(a)}>${t('reactivate')}</button>`
                     : null}
                 </td>

@@ -4,11 +4,11 @@ import { join } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { chromium } from 'playwright-core'
 import { TEST_SECRET, tempDir } from '../helper.js'
+import { cliFor } from '../support/cli.js'
 import { decodePayload, nowSeconds, sign } from '../support/jwt.js'
 import { processDatabase, repositoryRoot, startServer } from '../support/serverProcess.js'
-import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
-onceOnPGlite("the console's pages in a browser; the routes behind them run on both back ends in the HTTP tests")
+// Runs on both back ends: the console's screens read what the storage answers (names in the audit trail, lists, filters).
 
 /**
  * The admin console in headless Chromium against a running service: each
@@ -23,15 +23,23 @@ const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}: .ci/run
 
 t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
   const db = await processDatabase(t)
-  const server = await startServer(t, {
-    // No bootstrap settings: the first start makes admin@example.com with a generated password.
-    env: { DATABASE_URL: db.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'warn' },
-    name: 'console server',
-  })
   const ROOT_EMAIL = 'admin@example.com'
   const ROOT_PASSWORD = 'root-chosen-pass-1'
-  const notice = await server.waitForLog((line) => /^FIRST START: the system-owner super_admin admin@example\.com was created with password /.test(line.text ?? ''))
-  const generated = notice.text?.split(' ').pop() ?? ''
+  // PGlite: the first start makes admin@example.com with a generated password. PostgreSQL creates nothing
+  // implicitly (CONTRACT 8): the account is bootstrapped, then `password reset` prints a generated one, as an operator would.
+  const bootstrap = db.kind === 'postgres' ? { BOOTSTRAP_ADMIN_EMAIL: ROOT_EMAIL, BOOTSTRAP_ADMIN_PASSWORD: 'bootstrap-pass-123' } : {}
+  const server = await startServer(t, {
+    env: { DATABASE_URL: db.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'warn', ...bootstrap },
+    name: 'console server',
+  })
+  let generated: string
+  if (db.kind === 'postgres') {
+    const reset = await cliFor({ DATABASE_URL: db.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' })('password', 'reset', '--email', ROOT_EMAIL)
+    generated = /new password for .*: (\S+)$/.exec(reset.out.split('\n')[0] ?? '')?.[1] ?? ''
+  } else {
+    const notice = await server.waitForLog((line) => /^FIRST START: the system-owner super_admin admin@example\.com was created with password /.test(line.text ?? ''))
+    generated = notice.text?.split(' ').pop() ?? ''
+  }
   const shots = process.env.UPDATE_CONSOLE_SCREENSHOTS === '1' ? join(repositoryRoot, 'docs', 'console') : tempDir(t, 'aps-shots-')
   mkdirSync(shots, { recursive: true })
 
@@ -213,6 +221,17 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByRole('button', { name: 'Deactivate: clerk2@shop-a.example' }).waitFor()
     t.equal((await get(`/v2/admin/accounts/${clerk2}`)).status, 'active', 'and on again')
 
+    // Each row offers exactly what the API says the signed-in admin may do to it (allowed_actions); the admin's own row never offers switching itself off.
+    const rows = (await get('/v2/admin/accounts?page_size=100')).items as Array<{ email: string; allowed_actions: string[] }>
+    const buttons: Record<string, string> = { 'change-sub-role': 'Change sub-role', deactivate: 'Deactivate', reactivate: 'Reactivate' }
+    for (const row of rows) {
+      const offered = []
+      for (const [action, label] of Object.entries(buttons)) if ((await page.getByRole('button', { name: `${label}: ${row.email}`, exact: true }).count()) > 0) offered.push(action)
+      const expected = row.email === ROOT_EMAIL ? row.allowed_actions.filter((a) => a !== 'deactivate') : row.allowed_actions
+      t.same(offered, expected, `${row.email}: the console offers what the API allows`)
+    }
+    t.same(rows.find((r) => r.email === ROOT_EMAIL)?.allowed_actions, [], 'the last system-owner root may not be switched off, nor moved')
+    t.same(rows.find((r) => r.email === 'owner@shop-a.example')?.allowed_actions, ['deactivate'], 'a root account is not moved to another sub-role')
     await page.getByLabel('Search (e-mail or name)').fill('clerk1')
     await page.getByRole('button', { name: 'Filter' }).click()
     await page.getByText('Page 1 of 1 (1 in all)').waitFor()
