@@ -373,6 +373,46 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.screenshot({ path: join(shots, 'audit.png') })
   })
 
+  await t.test("every screen passes an accessibility check: Chromium's accessibility tree names every control and labels every input", async (t) => {
+    const cdp = await context.newCDPSession(page)
+    const CONTROLS = new Set(['button', 'textbox', 'searchbox', 'combobox', 'listbox', 'checkbox', 'radio', 'link', 'spinbutton', 'slider', 'switch', 'menuitem', 'tab'])
+    interface AXNode { ignored?: boolean; role?: { value?: string }; name?: { value?: string }; backendDOMNodeId?: number }
+    const unnamed = async () => {
+      const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as { nodes: AXNode[] }
+      const controls = nodes.filter((n) => n.ignored !== true && CONTROLS.has(String(n.role?.value)))
+      return { count: controls.length, unnamed: controls.filter((n) => String(n.name?.value ?? '').trim() === '').map((n) => String(n.role?.value)) }
+    }
+    const screens: Array<[string, () => Promise<void>]> = [
+      ['Accounts', () => open('Accounts')],
+      ['Sub-roles with a matrix', async () => {
+        await open('Sub-roles')
+        await page.getByRole('button', { name: 'Permissions: clerk' }).click()
+        await page.getByRole('heading', { name: /^Permissions of clerk in/ }).waitFor()
+      }],
+      ['Access review', () => open('Access review')],
+      ['Audit trail', async () => {
+        await open('Audit trail')
+        await page.locator('tbody tr').first().waitFor()
+      }],
+      ['Merchants', () => open('Merchants')],
+      ['a user', async () => {
+        await page.goto(`${server.base}/console/#/users/${clerkId}`)
+        await page.getByRole('heading', { name: 'Overrides' }).waitFor()
+      }],
+      ['Change password', async () => {
+        await page.getByRole('link', { name: 'Change password' }).click()
+        await page.getByLabel('Current password').waitFor()
+      }],
+    ]
+    for (const [name, reach] of screens) {
+      await reach()
+      const found = await unnamed()
+      t.ok(found.count > 5, `${name}: the tree lists its controls`)
+      t.same(found.unnamed, [], `${name}: every control has a name`)
+    }
+    await cdp.detach()
+  })
+
   await t.test('a refused token (ended, expired, invalid) leads to sign-in and back to the same screen', async (t) => {
     const consoleToken = async () => String(await page.evaluate(() => sessionStorage.getItem('aps.console.token')))
     const cases: Array<[string, string, (token: string) => Promise<void>]> = [
