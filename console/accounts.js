@@ -2,7 +2,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, Time, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 function RegisterForm({ onDone }) {
   const { t, me } = useContext(Ctx)
@@ -165,6 +165,8 @@ function OverrideForm({ user, domain, catalog, onDone }) {
     const data = { ...splitPair(pair) }
     if (me.principal_type === 'system_owner') data.domain = domain
     const expires = form.get('expires_at')
+    // A past instant is refused here, in the admin's zone and words, before the API would refuse it in UTC.
+    if (effect !== 'revoke' && expires && new Date(expires).getTime() <= Date.now()) throw new Error(t('expiryInPast'))
     if (effect !== 'revoke' && expires) data.expires_at = new Date(expires).toISOString()
     const names = { grant: ['POST', 'grant', 'grant-user-permission'], deny: ['POST', 'deny', 'deny-user-permission'], revoke: ['DELETE', 'revoke', 'revoke-user-permission'] }
     const [method, path, name] = names[effect]
@@ -189,13 +191,20 @@ function OverrideForm({ user, domain, catalog, onDone }) {
         <option value="deny">${t('deny')}</option>
         <option value="revoke">${t('revoke')}</option>
       </select>
-      <label for="ov-expires">${t('expiresAt')}</label>
+      <label for="ov-expires">${t('expiresAtZone', { zone: Intl.DateTimeFormat().resolvedOptions().timeZone })}</label>
       <input id="ov-expires" name="expires_at" type="datetime-local" />
       <button type="submit" disabled=${busy}>${t('apply')}</button>
     </form>
     <${Notice} ...${notice} />
     ${confirmation}
   </section>`
+}
+
+/** Why, in words: the Casbin row that decided names the sub-role and domain ("granted to clerk in shop-a"), never shown raw. */
+function because(t, reason) {
+  const [holder, domain] = reason.rule ?? []
+  if ((reason.kind === 'role' || reason.kind === 'role_deny') && holder) return t(`why_${reason.kind}`, { role: holder, domain: domainName(t, domain) })
+  return t(`reason_${reason.kind}`)
 }
 
 export function UserScreen({ userId }) {
@@ -232,8 +241,8 @@ export function UserScreen({ userId }) {
           return html`<tr key=${key} data-pair=${key}>
             <td>${entry.label} <code>${key}</code></td>
             <td>${result?.allowed ? t('yes') : t('no')}</td>
-            <td>${result?.reason ? t(`reason_${result.reason.kind}`) : ''}${result?.reason?.rule ? html` <code>${result.reason.rule.join(', ')}</code>` : null}</td>
-            <td>${held?.expires_at ? new Date(held.expires_at).toLocaleString(lang) : ''}</td>
+            <td>${result?.reason ? because(t, result.reason) : ''}</td>
+            <td><${Time} value=${held?.expires_at} /></td>
           </tr>`
         })}
       </tbody>
