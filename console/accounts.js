@@ -2,29 +2,22 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
-
-/** Sub-role codes known in the caller's home domain, for the pickers (free text stays possible). */
-function SubRoleOptions({ id }) {
-  const { me, can, lang } = useContext(Ctx)
-  const [data] = useLoad(
-    () => (can('permission:read') ? api('GET', '/v2/admin/sub-roles', { query: { domain: homeDomain(me), page_size: 100 } }) : Promise.resolve(null)),
-    [lang],
-  )
-  return html`<datalist id=${id}>
-    ${(data?.items ?? []).filter((r) => !r.is_root).map((r) => html`<option value=${r.code}>${r.label ?? r.code}</option>`)}
-  </datalist>`
-}
+import { Ctx, DomainPicker, Time, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 function RegisterForm({ onDone }) {
   const { t, me } = useContext(Ctx)
+  const [merchant, setMerchant] = useState('')
+  const [subRole, setSubRole] = useState('')
   const [submit, notice] = useFormAction(async (form) => {
-    const data = { email: form.get('email'), name: form.get('name'), password: form.get('password'), sub_role_code: form.get('sub_role_code') }
-    if (form.get('merchant_id')) data.merchant_id = form.get('merchant_id')
+    const data = { email: form.get('email'), name: form.get('name'), password: form.get('password'), sub_role_code: subRole }
+    if (merchant !== '') data.merchant_id = merchant
     const account = await api('POST', '/v2/admin/register', { body: command('register-admin', data) })
+    setSubRole('')
     onDone()
     return t('registered', { email: account.email })
   })
+  // The sub-roles offered are those of the domain the account will live in.
+  const domain = me.principal_type === 'merchant' ? me.merchant_id : merchant === '' ? 'global' : merchant
   return html`<section aria-labelledby="register-heading">
     <h3 id="register-heading">${t('register')}</h3>
     <form onSubmit=${submit} class="grid">
@@ -34,11 +27,10 @@ function RegisterForm({ onDone }) {
       <input id="reg-name" name="name" required />
       <label for="reg-password">${t('password')}</label>
       <input id="reg-password" name="password" type="password" autocomplete="new-password" minlength="8" required />
-      <label for="reg-sub-role">${t('subRole')}</label>
-      <input id="reg-sub-role" name="sub_role_code" list="sub-role-options" required />
       ${me.principal_type === 'system_owner'
-        ? html`<label for="reg-merchant">${t('merchant')}</label><input id="reg-merchant" name="merchant_id" />`
+        ? html`<${MerchantSelect} id="reg-merchant" value=${merchant} onChange=${(m) => { setMerchant(m); setSubRole('') }} noneLabel=${t('platformNoMerchant')} />`
         : null}
+      <${SubRoleSelect} id="reg-sub-role" domain=${domain} value=${subRole} onChange=${setSubRole} />
       <button type="submit">${t('register')}</button>
     </form>
     <${Notice} ...${notice} />
@@ -47,29 +39,30 @@ function RegisterForm({ onDone }) {
 
 function SubRoleChange({ account, onDone, onCancel }) {
   const { t } = useContext(Ctx)
-  const [error, setError] = useState(null)
-  const submit = async (event) => {
+  const [code, setCode] = useState(account.sub_role_code)
+  const [ask, confirmation] = useConfirm()
+  // Moving an account takes away what its old sub-role held and the new one does not: asked first.
+  const submit = (event) => {
     event.preventDefault()
-    const code = new FormData(event.currentTarget).get('sub_role_code')
-    try {
+    ask(t('confirmSubRoleChange', { email: account.email, from: account.sub_role_code, to: code }), async () => {
       await api('POST', apiPath`/v2/admin/accounts/${account.id}/sub-role`, { body: command('change-sub-role', { sub_role_code: code }) })
       onDone(t('saved'))
-    } catch (e) {
-      setError(errorText(e))
-    }
+      return undefined
+    })
   }
-  return html`<form onSubmit=${submit} class="panel">
-    <label for="new-sub-role">${t('newSubRoleFor', { email: account.email })}</label>
-    <input id="new-sub-role" name="sub_role_code" list="sub-role-options" value=${account.sub_role_code} required />
+  return html`<form onSubmit=${submit} class="panel" aria-label=${t('newSubRoleFor', { email: account.email })} onKeyDown=${(e) => e.key === 'Escape' && onCancel()}>
+    <p class="preview">${t('newSubRoleFor', { email: account.email })}</p>
+    <${SubRoleSelect} id="new-sub-role" domain=${homeDomain(account)} value=${code} onChange=${setCode} />
     <button type="submit">${t('apply')}</button>
     <button type="button" onClick=${onCancel}>${t('cancel')}</button>
-    <${Notice} error=${error} />
+    ${confirmation}
   </form>`
 }
 
 export function AccountsScreen() {
   const { t, me, can, lang } = useContext(Ctx)
   const [filters, setFilters] = useState({ page: 1 })
+  const [merchantFilter, setMerchantFilter] = useState('')
   const [editing, setEditing] = useState(null)
   const [notice, setNotice] = useState({})
   const [page, error, reload] = useLoad(() => api('GET', '/v2/admin/accounts', { query: filters }), [JSON.stringify(filters), lang])
@@ -78,19 +71,29 @@ export function AccountsScreen() {
     const form = new FormData(event.currentTarget)
     setFilters({ q: form.get('q'), status: form.get('status'), sub_role_code: form.get('sub_role_code'), merchant_id: form.get('merchant_id') ?? undefined, page: 1 })
   }
+  const [ask, confirmation] = useConfirm()
   const switchAccount = async (account, path, name) => {
+    await api('POST', apiPath`/v2/admin/accounts/${account.id}/${path}`, { body: command(name, {}) })
+    reload()
+    return t('saved')
+  }
+  // Switching an account off ends its sessions at once: asked first, naming the account and that consequence.
+  const deactivate = (account) => ask(t('confirmDeactivate', { email: account.email }), () => switchAccount(account, 'deactivate', 'deactivate-admin'))
+  const [busy, setBusy] = useState(false)
+  const reactivate = async (account) => {
+    setBusy(true)
     try {
-      await api('POST', apiPath`/v2/admin/accounts/${account.id}/${path}`, { body: command(name, {}) })
-      setNotice({ status: t('saved') })
-      reload()
+      setNotice({ status: await switchAccount(account, 'reactivate', 'reactivate-admin') })
     } catch (e) {
       setNotice({ error: errorText(e) })
+    } finally {
+      setBusy(false)
     }
   }
+  // Only what may be done is offered: the API says per row what the rules let this admin do (allowed_actions).
   const manage = can('admin:manage')
   return html`<section>
     <h2>${t('accounts')}</h2>
-    <${SubRoleOptions} id="sub-role-options" />
     <form onSubmit=${applyFilters} class="filters" aria-label=${t('filter')}>
       <label for="f-q">${t('search')}</label>
       <input id="f-q" name="q" />
@@ -100,13 +103,13 @@ export function AccountsScreen() {
         <option value="active">${t('active')}</option>
         <option value="deactivated">${t('deactivated')}</option>
       </select>
-      <label for="f-sub-role">${t('subRole')}</label>
-      <input id="f-sub-role" name="sub_role_code" list="sub-role-options" />
-      ${me.principal_type === 'system_owner' ? html`<label for="f-merchant">${t('merchant')}</label><input id="f-merchant" name="merchant_id" />` : null}
+      ${me.principal_type === 'system_owner' ? html`<${MerchantSelect} id="f-merchant" name="merchant_id" value=${merchantFilter} onChange=${setMerchantFilter} noneLabel=${t('any')} />` : null}
+      <${SubRoleSelect} id="f-sub-role" name="sub_role_code" domain=${merchantFilter === '' ? homeDomain(me) : merchantFilter} required=${false} anyLabel=${t('any')} />
       <button type="submit">${t('filter')}</button>
     </form>
     <${Notice} error=${error} />
     <${Notice} ...${notice} />
+    ${confirmation}
     ${editing
       ? html`<${SubRoleChange}
           account=${editing}
@@ -129,18 +132,18 @@ export function AccountsScreen() {
               (a) => html`<tr key=${a.id}>
                 <td><a href=${`#/users/${a.id}`}>${a.email}</a></td>
                 <td>${a.name}</td>
-                <td>${a.merchant_id ?? 'global'}</td>
+                <td>${a.merchant_id ?? t('global')}</td>
                 <td>${a.sub_role_code}</td>
                 <td>${t(a.status)}</td>
                 <td class="actions">
-                  ${manage && !a.is_root
+                  ${manage && a.allowed_actions.includes('change-sub-role')
                     ? html`<button type="button" aria-label=${`${t('changeSubRole')}: ${a.email}`} onClick=${() => setEditing(a)}>${t('changeSubRole')}</button>`
                     : null}
-                  ${manage && a.id !== me.id && a.status === 'active'
-                    ? html`<button type="button" aria-label=${`${t('deactivate')}: ${a.email}`} onClick=${() => switchAccount(a, 'deactivate', 'deactivate-admin')}>${t('deactivate')}</button>`
+                  ${manage && a.id !== me.id && a.allowed_actions.includes('deactivate')
+                    ? html`<button type="button" aria-label=${`${t('deactivate')}: ${a.email}`} onClick=${() => deactivate(a)}>${t('deactivate')}</button>`
                     : null}
-                  ${manage && a.status === 'deactivated'
-                    ? html`<button type="button" aria-label=${`${t('reactivate')}: ${a.email}`} onClick=${() => switchAccount(a, 'reactivate', 'reactivate-admin')}>${t('reactivate')}</button>`
+                  ${manage && a.allowed_actions.includes('reactivate')
+                    ? html`<button type="button" aria-label=${`${t('reactivate')}: ${a.email}`} disabled=${busy} onClick=${() => reactivate(a)}>${t('reactivate')}</button>`
                     : null}
                 </td>
               </tr>`,
@@ -156,17 +159,26 @@ export function AccountsScreen() {
 function OverrideForm({ user, domain, catalog, onDone }) {
   const { t, me } = useContext(Ctx)
   const [pair, setPair] = useState('')
-  const [submit, notice] = useFormAction(async (form) => {
+  const [ask, confirmation] = useConfirm()
+  const [submit, notice, busy] = useFormAction(async (form) => {
     const effect = form.get('effect')
     const data = { ...splitPair(pair) }
     if (me.principal_type === 'system_owner') data.domain = domain
     const expires = form.get('expires_at')
+    // A past instant is refused here, in the admin's zone and words, before the API would refuse it in UTC.
+    if (effect !== 'revoke' && expires && new Date(expires).getTime() <= Date.now()) throw new Error(t('expiryInPast'))
     if (effect !== 'revoke' && expires) data.expires_at = new Date(expires).toISOString()
     const names = { grant: ['POST', 'grant', 'grant-user-permission'], deny: ['POST', 'deny', 'deny-user-permission'], revoke: ['DELETE', 'revoke', 'revoke-user-permission'] }
     const [method, path, name] = names[effect]
-    await api(method, apiPath`/v2/admin/permissions/users/${user.id}/${path}`, { body: command(name, data) })
-    onDone()
-    return t('saved')
+    const write = async () => {
+      await api(method, apiPath`/v2/admin/permissions/users/${user.id}/${path}`, { body: command(name, data) })
+      onDone()
+      return t('saved')
+    }
+    // A deny or a revocation may take access away at once: asked first, naming whom and what.
+    if (effect === 'grant') return write()
+    ask(t(effect === 'deny' ? 'confirmDeny' : 'confirmRevokeOverride', { email: user.email, pair }), write)
+    return undefined
   })
   return html`<section aria-labelledby="overrides-heading">
     <h3 id="overrides-heading">${t('overrides')}</h3>
@@ -179,12 +191,20 @@ function OverrideForm({ user, domain, catalog, onDone }) {
         <option value="deny">${t('deny')}</option>
         <option value="revoke">${t('revoke')}</option>
       </select>
-      <label for="ov-expires">${t('expiresAt')}</label>
+      <label for="ov-expires">${t('expiresAtZone', { zone: Intl.DateTimeFormat().resolvedOptions().timeZone })}</label>
       <input id="ov-expires" name="expires_at" type="datetime-local" />
-      <button type="submit">${t('apply')}</button>
+      <button type="submit" disabled=${busy}>${t('apply')}</button>
     </form>
     <${Notice} ...${notice} />
+    ${confirmation}
   </section>`
+}
+
+/** Why, in words: the Casbin row that decided names the sub-role and domain ("granted to clerk in shop-a"), never shown raw. */
+function because(t, reason) {
+  const [holder, domain] = reason.rule ?? []
+  if ((reason.kind === 'role' || reason.kind === 'role_deny') && holder) return t(`why_${reason.kind}`, { role: holder, domain: domainName(t, domain) })
+  return t(`reason_${reason.kind}`)
 }
 
 export function UserScreen({ userId }) {
@@ -207,10 +227,10 @@ export function UserScreen({ userId }) {
   return html`<section>
     <p><a href="#/accounts">${t('back')}</a></p>
     <h2>${account.email}</h2>
-    <p>${account.name} · ${account.merchant_id ?? 'global'} · ${account.sub_role_code} · ${t(account.status)}</p>
+    <p>${account.name} · ${account.merchant_id ?? t('global')} · ${account.sub_role_code} · ${t(account.status)}</p>
     <${DomainPicker} id="user-domain" value=${shownDomain} onChange=${setDomain} />
     <${Notice} error=${viewError} />
-    <h3>${t('effective', { domain: view.effective.domain })}</h3>
+    <h3>${t('effective', { domain: domainName(t, view.effective.domain) })}</h3>
     <table>
       <thead><tr><th>${t('permission')}</th><th>${t('allowed')}</th><th>${t('why')}</th><th>${t('expires')}</th></tr></thead>
       <tbody>
@@ -221,8 +241,8 @@ export function UserScreen({ userId }) {
           return html`<tr key=${key} data-pair=${key}>
             <td>${entry.label} <code>${key}</code></td>
             <td>${result?.allowed ? t('yes') : t('no')}</td>
-            <td>${result?.reason ? t(`reason_${result.reason.kind}`) : ''}${result?.reason?.rule ? html` <code>${result.reason.rule.join(', ')}</code>` : null}</td>
-            <td>${held?.expires_at ? new Date(held.expires_at).toLocaleString(lang) : ''}</td>
+            <td>${result?.reason ? because(t, result.reason) : ''}</td>
+            <td><${Time} value=${held?.expires_at} /></td>
           </tr>`
         })}
       </tbody>

@@ -22,10 +22,15 @@ export const session = {
   },
 }
 
+/** The window event sent when the API refuses the token (401). */
+export const SESSION_ENDED = 'aps:session-ended'
+
 let language = 'en'
 export const setApiLanguage = (lang) => {
   language = lang
 }
+/** The language the console asks the API to answer in. */
+export const apiLanguage = () => language
 
 /** Calls the API; answers the envelope's `data`, or throws an ApiError with the API's own (localised) text. */
 export async function api(method, path, { query, body } = {}) {
@@ -41,7 +46,11 @@ export async function api(method, path, { query, body } = {}) {
   const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
   const json = await response.json().catch(() => null)
   if (!response.ok) {
-    if (response.status === 401 && path !== '/v2/auth/login') session.token = null
+    // An expired, ended or otherwise refused token: the console asks for a new sign-in instead of showing a dead screen.
+    if (response.status === 401 && path !== '/v2/auth/login' && session.token !== null) {
+      session.token = null
+      globalThis.dispatchEvent(new globalThis.Event(SESSION_ENDED))
+    }
     throw new ApiError(response.status, json)
   }
   return json?.data

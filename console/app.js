@@ -1,7 +1,7 @@
 // The admin console: Preact components written with htm's tagged templates,
 // so the browser runs this file as it is (no build step).
 import { html, render, useContext, useEffect, useState } from './preact-htm.js'
-import { ApiError, api, command, session, setApiLanguage } from './api.js'
+import { ApiError, SESSION_ENDED, api, command, session, setApiLanguage } from './api.js'
 import { browserLanguage, translator } from './i18n.js'
 import { Ctx, LanguageSwitch, Notice, errorText, useFormAction } from './ui.js'
 import { AccountsScreen, UserScreen } from './accounts.js'
@@ -13,7 +13,7 @@ import { ShadowScreen } from './shadow.js'
 
 const LANGUAGE_KEY = 'aps.console.language'
 
-function SignIn({ onSignedIn }) {
+function SignIn({ onSignedIn, ended }) {
   const { t } = useContext(Ctx)
   const [error, setError] = useState(null)
   const submit = async (event) => {
@@ -31,6 +31,7 @@ function SignIn({ onSignedIn }) {
   return html`<main class="sign-in">
     <h1>${t('title')}</h1>
     <${LanguageSwitch} />
+    ${ended ? html`<p class="error" role="alert">${t('sessionEnded')}</p>` : null}
     <form onSubmit=${submit} aria-label=${t('signIn')}>
       <label for="login-email">${t('email')}</label>
       <input id="login-email" name="email" type="email" autocomplete="username" required />
@@ -133,6 +134,8 @@ function App() {
   const [held, setHeld] = useState(new Set())
   const [ready, setReady] = useState(false)
   const [route, setRoute] = useState(() => readRoute(location.hash))
+  // The token was refused (expired, ended elsewhere): sign in again and come back to the same screen (the address keeps it).
+  const [ended, setEnded] = useState(false)
   setApiLanguage(lang)
   const t = translator(lang)
 
@@ -155,8 +158,16 @@ function App() {
   useEffect(() => {
     void loadMe()
     const onHash = () => setRoute(readRoute(location.hash))
+    const onEnded = () => {
+      setEnded(true)
+      setMe(null)
+    }
     addEventListener('hashchange', onHash)
-    return () => removeEventListener('hashchange', onHash)
+    addEventListener(SESSION_ENDED, onEnded)
+    return () => {
+      removeEventListener('hashchange', onHash)
+      removeEventListener(SESSION_ENDED, onEnded)
+    }
   }, [])
   useEffect(() => {
     document.documentElement.lang = lang
@@ -177,6 +188,7 @@ function App() {
     }
     session.token = null
     setMe(null)
+    setEnded(false)
     location.hash = ''
   }
   const can = (permission) => held.has('*') || held.has(permission)
@@ -184,7 +196,7 @@ function App() {
   if (!ready) return html`<p>${t('loading')}</p>`
   return html`<${Ctx.Provider} value=${value}>
     ${me === null
-      ? html`<${SignIn} onSignedIn=${loadMe} />`
+      ? html`<${SignIn} ended=${ended} onSignedIn=${async () => { setEnded(false); await loadMe() }} />`
       : me.must_change_password
         ? html`<${ForcedPassword} onChanged=${loadMe} onSignOut=${signOut} />`
         : html`<${Shell} route=${route} onSignOut=${signOut} reloadMe=${loadMe} />`}

@@ -1,7 +1,10 @@
 // Access review, the audit trail and the merchants.
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
-import { Ctx, DomainPicker, Notice, Pager, PairSelect, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, Time, domainName, Notice, Pager, PairSelect, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
+
+/** The audit trail's target types (the API's AUDIT_TARGET_TYPES; test/console/i18n.test.ts keeps them equal). */
+export const TARGET_TYPES = ['user', 'role', 'permission']
 
 export function ReviewScreen() {
   const { t, me, lang } = useContext(Ctx)
@@ -28,13 +31,13 @@ export function ReviewScreen() {
     </form>
     <${Notice} error=${error} />
     ${data
-      ? html`<h3>${t('holders', { pair: `${asked.obj}:${asked.act}`, domain: data.domain })}</h3>
+      ? html`<h3>${t('holders', { pair: `${asked.obj}:${asked.act}`, domain: domainName(t, data.domain) })}</h3>
           ${data.items.length === 0
             ? html`<p>${t('nothing')}</p>`
             : html`<table>
                 <thead><tr><th>${t('email')}</th><th>${t('subRole')}</th><th>${t('via')}</th></tr></thead>
                 <tbody>
-                  ${data.items.map((h) => html`<tr key=${h.user_id}><td><a href=${`#/users/${h.user_id}`}>${h.email}</a></td><td>${h.sub_role_code}</td><td>${h.via}</td></tr>`)}
+                  ${data.items.map((h) => html`<tr key=${h.user_id}><td><a href=${`#/users/${h.user_id}`}>${h.email}</a></td><td>${h.sub_role_code}</td><td>${t(`via_${h.via}`)}</td></tr>`)}
                 </tbody>
               </table>`}
           <${Pager} page=${data} onPage=${(p) => setAsked({ ...asked, page: p })} />`
@@ -52,6 +55,17 @@ function ChainState() {
     : html`<p class="error chain" role="alert">${t('chainBroken', { message: state.problem.message })}</p>`
 }
 
+/** The API's audit actions (AUDIT_ACTIONS of src/domain/audit.ts; test/console/i18n.test.ts keeps them equal), offered by their words. */
+export const AUDIT_ACTIONS = ['grant', 'revoke', 'deny', 'register', 'onboard', 'catalog_added', 'catalog_deactivated', 'catalog_reactivated', 'role_changed', 'deactivated', 'reactivated', 'password_changed', 'password_reset', 'override_expired', 'sub_role_created', 'logged_out', 'logged_out_everywhere']
+
+/** An account as people know it: name and e-mail when the API could say (the caller's tenant), else the kind and id. */
+function Who({ kind, id, email, name }) {
+  const { t } = useContext(Ctx)
+  if (email) return html`<span title=${id}>${name} <span class="muted">${email}</span></span>`
+  if (id === 'system') return html`<span>${t('theService')}</span>`
+  return html`<span>${kind} <code>${id}</code></span>`
+}
+
 export function AuditScreen() {
   const { t, me, lang } = useContext(Ctx)
   const [filters, setFilters] = useState({ page: 1 })
@@ -59,38 +73,66 @@ export function AuditScreen() {
   const submit = (event) => {
     event.preventDefault()
     const form = new FormData(event.currentTarget)
-    setFilters({ target_type: form.get('target_type'), target_id: form.get('target_id'), action: form.get('action'), page: 1 })
+    // Dates are the admin's own days (the browser's zone): from the start of `from` to the end of `until`.
+    const day = (value, next) => {
+      if (!value) return undefined
+      const date = new Date(`${value}T00:00`)
+      if (next) date.setDate(date.getDate() + 1)
+      return date.toISOString()
+    }
+    setFilters({
+      target_type: form.get('target_type'),
+      target: form.get('target') || undefined,
+      actor: form.get('actor') || undefined,
+      action: form.get('action'),
+      from: day(form.get('from'), false),
+      until: day(form.get('until'), true),
+      page: 1,
+    })
   }
+  const targetOf = (e) =>
+    e.target_type === 'user'
+      ? html`<${Who} kind=${t('targetType_user')} id=${e.target_id} email=${e.target_email} name=${e.target_name} />`
+      : html`${t(`targetType_${e.target_type}`)} ${e.target_id}`
   return html`<section>
     <h2>${t('audit')}</h2>
     ${me.principal_type === 'system_owner' ? html`<${ChainState} />` : null}
     <form onSubmit=${submit} class="filters" aria-label=${t('filter')}>
+      <label for="a-action">${t('action')}</label>
+      <select id="a-action" name="action">
+        <option value="">${t('any')}</option>
+        ${AUDIT_ACTIONS.map((action) => html`<option value=${action}>${t(`action_${action}`)}</option>`)}
+      </select>
+      <label for="a-actor">${t('actorFilter')}</label>
+      <input id="a-actor" name="actor" />
       <label for="a-type">${t('targetType')}</label>
       <select id="a-type" name="target_type">
         <option value="">${t('any')}</option>
-        <option value="user">user</option>
-        <option value="role">role</option>
-        <option value="permission">permission</option>
+        ${TARGET_TYPES.map((type) => html`<option value=${type}>${t(`targetType_${type}`)}</option>`)}
       </select>
-      <label for="a-target">${t('targetId')}</label>
-      <input id="a-target" name="target_id" />
-      <label for="a-action">${t('action')}</label>
-      <input id="a-action" name="action" />
+      <label for="a-target">${t('targetFilter')}</label>
+      <input id="a-target" name="target" />
+      <label for="a-from">${t('fromDay')}</label>
+      <input id="a-from" name="from" type="date" />
+      <label for="a-until">${t('untilDay')}</label>
+      <input id="a-until" name="until" type="date" />
       <button type="submit">${t('filter')}</button>
     </form>
     <${Notice} error=${error} />
-    ${data
+    ${data === null && error === null ? html`<p role="status">${t('loading')}</p>` : null}
+    ${data && data.items.length === 0 ? html`<p role="status">${t('noAuditEntries')}</p>` : null}
+    ${data && data.items.length > 0
       ? html`<table>
           <thead><tr><th>${t('when')}</th><th>${t('action')}</th><th>${t('target')}</th><th>${t('permission')}</th><th>${t('domain')}</th><th>${t('actor')}</th></tr></thead>
           <tbody>
             ${data.items.map(
               (e) => html`<tr key=${e.id}>
-                <td>${new Date(e.created_at).toLocaleString(lang)}</td>
-                <td>${e.action}</td>
-                <td>${e.target_type} ${e.target_id}</td>
+                <td><${Time} value=${e.created_at} /></td>
+                <td>${t.has(`action_${e.action}`) ? t(`action_${e.action}`) : e.action}</td>
+                <td>${targetOf(e)}</td>
                 <td>${e.obj ? `${e.obj}:${e.act}` : ''}</td>
-                <td>${e.domain ?? ''}</td>
-                <td>${e.actor_type} ${e.actor_id}</td>
+                <td>${e.domain ? domainName(t, e.domain) : ''}</td>
+                <td><${Who} kind=${e.actor_type} id=${e.actor_id} email=${e.actor_email} name=${e.actor_name} /></td>
               </tr>`,
             )}
           </tbody>

@@ -3,27 +3,40 @@
 import { html, useContext, useEffect, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, homeDomain, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, domainName, homeDomain, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
-// A sub-role is created in the domain the list shows: the API forces a merchant admin's own merchant, so only system owners name it.
+/**
+ * Creating a sub-role is its own action, confirmed, in the domain the list
+ * shows (the API forces a merchant admin's own merchant, so only system
+ * owners name it): pickers elsewhere offer only what exists.
+ */
 function CreateSubRole({ domain, onDone }) {
   const { t, me } = useContext(Ctx)
-  const [submit, notice] = useFormAction(async (form) => {
+  const [ask, confirmation] = useConfirm()
+  const where = me.principal_type === 'system_owner' ? domain : me.merchant_id
+  const shownDomain = domainName(t, where)
+  const [submit, notice, busy] = useFormAction(async (form) => {
+    const code = form.get('code')
+    const label = form.get('label')
     const scoped = me.principal_type === 'system_owner' ? { domain } : {}
-    const created = await api('POST', '/v2/admin/sub-roles', { body: command('create-sub-role', { code: form.get('code'), label: form.get('label'), ...scoped }) })
-    onDone()
-    return t('created', { code: created.code })
+    ask(t('confirmCreateSubRole', { code, label, domain: shownDomain }), async () => {
+      const created = await api('POST', '/v2/admin/sub-roles', { body: command('create-sub-role', { code, label, ...scoped }) })
+      onDone()
+      return t('created', { code: created.code, domain: shownDomain })
+    })
+    return undefined
   })
   return html`<section aria-labelledby="create-role-heading">
-    <h3 id="create-role-heading">${t('createSubRole')}</h3>
+    <h3 id="create-role-heading">${t('createSubRoleIn', { domain: shownDomain })}</h3>
     <form onSubmit=${submit} class="grid">
       <label for="role-code">${t('code')}</label>
       <input id="role-code" name="code" pattern="[a-z][a-z0-9_]{1,63}" required />
       <label for="role-label">${t('label')}</label>
       <input id="role-label" name="label" required />
-      <button type="submit">${t('createSubRole')}</button>
+      <button type="submit" disabled=${busy}>${t('createSubRole')}</button>
     </form>
     <${Notice} ...${notice} />
+    ${confirmation}
   </section>`
 }
 
@@ -33,8 +46,8 @@ function Preview({ pending, onSave, onCancel }) {
   const pair = `${pending.entry.obj}:${pending.entry.act}`
   const text =
     pending.action === 'grant'
-      ? t('previewGrant', { gaining: pending.preview.users_gaining, pair })
-      : t('previewRevoke', { losing: pending.preview.users_losing, pair })
+      ? t('previewGrant', { count: pending.preview.users_gaining, pair })
+      : t('previewRevoke', { count: pending.preview.users_losing, pair })
   return html`<div class="panel" role="region" aria-label=${text}>
     <p class="preview">${text}</p>
     ${pending.preview.sample.length > 0 ? html`<ul>${pending.preview.sample.map((s) => html`<li key=${s.user_id}>${s.email}</li>`)}</ul>` : null}
@@ -87,7 +100,7 @@ function Matrix({ role, domain }) {
   const groups = new Map()
   for (const entry of grantableIn(catalog, granted.domain)) groups.set(entry.group_name, [...(groups.get(entry.group_name) ?? []), entry])
   return html`<section aria-labelledby="matrix-heading">
-    <h3 id="matrix-heading">${t('matrix', { code: role.code, domain: granted.domain })}</h3>
+    <h3 id="matrix-heading">${t('matrix', { code: role.code, domain: domainName(t, granted.domain) })}</h3>
     ${granted.is_root ? html`<p>${t('rootHoldsAll')}</p>` : null}
     <${Notice} ...${notice} />
     ${pending ? html`<${Preview} pending=${pending} onSave=${save} onCancel=${() => setPending(null)} />` : null}

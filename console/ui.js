@@ -1,18 +1,30 @@
 // Pieces the screens share.
-import { createContext, html, useContext, useEffect, useState } from './preact-htm.js'
-import { ApiError, api } from './api.js'
-import { LANGUAGES } from './i18n.js'
+import { createContext, html, useContext, useEffect, useRef, useState } from './preact-htm.js'
+import { ApiError, api, apiLanguage } from './api.js'
+import { LANGUAGES, translator } from './i18n.js'
 
 /** `{ t, lang, setLang, me, can }` of the signed-in admin. */
 export const Ctx = createContext(null)
 
-/** The API's own text for a refusal (already in the console's language), with the fields it names. */
+/**
+ * The API's own text for a refusal (already in the console's language), with
+ * the fields it names by the console's names for them; a request that never
+ * reached the service says so in the console's language, not the browser's.
+ */
 export function errorText(error) {
+  const t = translator(apiLanguage())
   if (error instanceof ApiError) {
-    const fields = error.fields.map((f) => `${f.field}: ${f.message}`).join('; ')
+    const fields = error.fields.map((f) => `${fieldName(t, f.field)}: ${f.message}`).join('; ')
     return fields === '' ? error.message : `${error.message} ${fields}`
   }
+  if (error instanceof TypeError) return t('networkError')
   return String(error?.message ?? error)
+}
+
+/** `merchant_id` → "Merchant id"; a nested field (`checks[0].obj`) keeps its path, its last name translated. */
+function fieldName(t, field) {
+  const last = /[A-Za-z_]+$/.exec(field)?.[0] ?? field
+  return t.has(`field_${last}`) ? field.slice(0, field.length - last.length) + t(`field_${last}`) : field
 }
 
 /** An error (announced at once) or a confirmation. */
@@ -70,22 +82,82 @@ export function Pager({ page, onPage }) {
  * a merchant (from the merchant list when they may read it).
  */
 export function DomainPicker({ id, value, onChange }) {
-  const { t, me, can } = useContext(Ctx)
-  const listsMerchants = me.principal_type === 'system_owner' && can('merchant:onboard')
-  const [merchants] = useLoad(() => (listsMerchants ? api('GET', '/v2/admin/merchants', { query: { page_size: 100 } }) : Promise.resolve(null)), [])
+  const { t, me } = useContext(Ctx)
+  const merchants = useMerchants()
   if (me.principal_type === 'merchant') return null
-  if (!listsMerchants) {
+  if (!merchants.lists) {
     return html`<label for=${id}>${t('domain')}</label>
       <input id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value || 'global')} />`
   }
   // While the list loads the picker is a select already, disabled, so that it never changes kind under the user's hand.
-  const ids = merchants === null ? (value === 'global' ? [] : [value]) : merchants.items.map((m) => m.merchant_id)
+  const ids = merchants.items === null ? (value === 'global' ? [] : [value]) : merchants.items.map((m) => m.merchant_id)
   return html`<label for=${id}>${t('domain')}</label>
-    <select id=${id} value=${value} disabled=${merchants === null} aria-busy=${merchants === null} onChange=${(e) => onChange(e.currentTarget.value)}>
-      <option value="global" selected=${value === 'global'}>global</option>
+    <select id=${id} value=${value} disabled=${merchants.items === null} aria-busy=${merchants.items === null} onChange=${(e) => onChange(e.currentTarget.value)}>
+      <option value="global" selected=${value === 'global'}>${t('global')}</option>
       ${ids.map((m) => html`<option value=${m} selected=${value === m}>${m}</option>`)}
     </select>`
 }
+
+/** The merchants a system owner may list (others answer null: the API refuses them the list). */
+function useMerchants() {
+  const { me, can } = useContext(Ctx)
+  const lists = me.principal_type === 'system_owner' && can('merchant:onboard')
+  const [data] = useLoad(() => (lists ? api('GET', '/v2/admin/merchants', { query: { page_size: 100 } }) : Promise.resolve(null)), [])
+  return { lists, items: data?.items ?? null }
+}
+
+/**
+ * A merchant picked from the merchant list, never typed: `''` is "none"
+ * (`noneLabel`, the platform itself or "any"). Without the list (staff
+ * without `merchant:onboard`) the id is typed, as the API checks it anyway.
+ */
+export function MerchantSelect({ id, name, value, onChange, noneLabel }) {
+  const { t } = useContext(Ctx)
+  const merchants = useMerchants()
+  if (!merchants.lists) {
+    return html`<label for=${id}>${t('merchant')}</label>
+      <input id=${id} name=${name} value=${value} onChange=${(e) => onChange?.(e.currentTarget.value)} />`
+  }
+  const items = merchants.items ?? []
+  return html`<label for=${id}>${t('merchant')}</label>
+    <select id=${id} name=${name} value=${value} disabled=${merchants.items === null} aria-busy=${merchants.items === null} onChange=${(e) => onChange?.(e.currentTarget.value)}>
+      <option value="" selected=${value === ''}>${noneLabel}</option>
+      ${items.map((m) => html`<option value=${m.merchant_id} selected=${value === m.merchant_id}>${m.display_name && m.display_name !== m.merchant_id ? `${m.display_name} (${m.merchant_id})` : m.merchant_id}</option>`)}
+    </select>`
+}
+
+/**
+ * A sub-role picked from the sub-roles known in `domain` (labels shown), so
+ * a typo can never name a new one: creating one is its own action on the
+ * sub-roles screen. Root sub-roles are left out (the API refuses giving them).
+ */
+export function SubRoleSelect({ id, name, domain, value, onChange, anyLabel, required = true }) {
+  const { t, lang } = useContext(Ctx)
+  const [data, error] = useLoad(() => api('GET', '/v2/admin/sub-roles', { query: { domain, page_size: 100 } }), [domain, lang])
+  const roles = (data?.items ?? []).filter((r) => !r.is_root)
+  return html`<label for=${id}>${t('subRole')}</label>
+    <select id=${id} name=${name} value=${value} required=${required} disabled=${data === null && error === null} aria-busy=${data === null} onChange=${(e) => onChange?.(e.currentTarget.value)}>
+      <option value="" selected=${value === ''}>${anyLabel ?? t('choose')}</option>
+      ${roles.map((r) => html`<option value=${r.code} selected=${value === r.code}>${r.label && r.label !== r.code ? `${r.label} (${r.code})` : r.code}</option>`)}
+    </select>
+    ${error ? html`<${Notice} error=${error} />` : null}`
+}
+
+/**
+ * An instant in the browser's zone with the zone named ("27/11/2026, 15:04 CET"),
+ * and in UTC on hover and for screen readers' title.
+ */
+export function Time({ value, dateOnly = false }) {
+  const { lang } = useContext(Ctx)
+  if (!value) return null
+  const date = new Date(value)
+  const zone = new Intl.DateTimeFormat(lang, { timeZoneName: 'short' }).formatToParts(date).find((p) => p.type === 'timeZoneName')?.value ?? ''
+  const shown = dateOnly ? date.toLocaleDateString(lang) : `${date.toLocaleString(lang, { dateStyle: 'medium', timeStyle: 'short' })} ${zone}`
+  return html`<time datetime=${date.toISOString()} title=${`${date.toISOString().replace('T', ' ').slice(0, 19)} UTC`}>${shown}</time>`
+}
+
+/** A domain as people read it: `global` in the console's words, a merchant by its id. */
+export const domainName = (t, domain) => (domain === 'global' ? t('global') : domain)
 
 /** The caller's home domain: where its screens start. */
 export const homeDomain = (me) => (me.principal_type === 'merchant' ? me.merchant_id : 'global')
@@ -130,21 +202,76 @@ export const splitPair = (pair) => {
 
 /**
  * A form's submit handler: `action(formData)` answers the confirmation to
- * show, and the form is emptied; a refusal is shown as the API words it.
- * Answers `[onSubmit, notice]` for `<form onSubmit>` and `<Notice>`.
+ * show, and the form is emptied; a refusal is shown as the API words it and
+ * the form keeps what was tried. Answers `[onSubmit, notice, busy]`: `busy`
+ * is true while the request is in flight (its buttons are disabled then, so
+ * a second click sends nothing).
  */
 export function useFormAction(action) {
   const [notice, setNotice] = useState({})
+  const [busy, setBusy] = useState(false)
   const onSubmit = async (event) => {
     event.preventDefault()
+    if (busy) return
     const target = event.currentTarget
+    setBusy(true)
     try {
       const status = await action(new FormData(target))
-      target.reset()
+      if (status !== undefined) {
+        target.reset()
+        setNotice({ status })
+      }
+    } catch (e) {
+      setNotice({ error: errorText(e) })
+    } finally {
+      setBusy(false)
+    }
+  }
+  return [onSubmit, notice, busy]
+}
+
+/**
+ * Asks before an action that removes access or creates something: the
+ * question names the consequence, Confirm runs `action` (both buttons
+ * disabled while it runs), Cancel or Escape drops it. Answers
+ * `[ask(question, action), panel]`; `action` answers the status to show.
+ */
+export function useConfirm() {
+  const { t } = useContext(Ctx)
+  const [asked, setAsked] = useState(null)
+  const [busy, setBusy] = useState(false)
+  const [notice, setNotice] = useState({})
+  const confirmRef = useRef(null)
+  // The question takes the focus, so Enter confirms and Escape cancels from the keyboard at once.
+  useEffect(() => {
+    if (asked !== null) confirmRef.current?.focus()
+  }, [asked])
+  const ask = (question, action) => {
+    setNotice({})
+    setAsked({ question, action })
+  }
+  const run = async () => {
+    setBusy(true)
+    try {
+      const status = await asked.action()
+      setAsked(null)
       setNotice({ status })
     } catch (e) {
       setNotice({ error: errorText(e) })
+    } finally {
+      setBusy(false)
     }
   }
-  return [onSubmit, notice]
+  const onKeyDown = (event) => {
+    if (event.key === 'Escape' && !busy) setAsked(null)
+  }
+  const panel = html`${asked
+      ? html`<div class="panel confirm" role="alertdialog" aria-label=${asked.question} onKeyDown=${onKeyDown}>
+          <p class="preview">${asked.question}</p>
+          <button type="button" class="danger" disabled=${busy} onClick=${run} ref=${confirmRef}>${t('confirm')}</button>
+          <button type="button" disabled=${busy} onClick=${() => setAsked(null)}>${t('cancel')}</button>
+        </div>`
+      : null}
+    <${Notice} ...${notice} />`
+  return [ask, panel]
 }

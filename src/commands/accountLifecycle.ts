@@ -117,3 +117,40 @@ export async function setAccountStatus(ctx: CommandContext, caller: Caller, user
   })
   return { changed: outcome.changed, revision: outcome.revision, account: outcome.result }
 }
+
+/** What an admin may do to an account row, as the console offers it. */
+export const ACCOUNT_ACTIONS = ['change-sub-role', 'deactivate', 'reactivate'] as const
+export type AccountAction = (typeof ACCOUNT_ACTIONS)[number]
+
+/**
+ * The account actions the rules above let `caller` take on `target` (given
+ * the route permission `admin:manage`, which the caller's permissions say):
+ * the same assertMayChangeAccount the commands run, a root account never
+ * moved, the last active system-owner root never switched off. A new
+ * sub-role is checked when it is named (assertMayAssignSubRole).
+ */
+export async function allowedActions(ctx: Pick<CommandContext, 'engine' | 'db'>, caller: Caller, target: Account): Promise<AccountAction[]> {
+  const targetIsRoot = isRootAccount(ctx.engine, target)
+  const rulesAllow = (targetRoot: string | null) => {
+    try {
+      assertMayChangeAccount({
+        callerIsRoot: isRootAccount(ctx.engine, caller.account),
+        targetRoot,
+        heldByTargetOnly: heldByTargetOnly(ctx, caller, target),
+        newSubRoleBeyondCaller: [],
+        domain: homeDomain(target),
+      })
+      return true
+    } catch (error) {
+      if (error instanceof ServiceError) return false
+      throw error
+    }
+  }
+  const actions: AccountAction[] = []
+  if (!targetIsRoot && rulesAllow(null)) actions.push('change-sub-role')
+  if (rulesAllow(targetIsRoot ? target.sub_role_code : null)) {
+    if (target.status === 'deactivated') actions.push('reactivate')
+    else if (!(targetIsRoot && target.principal_type === 'system_owner' && (await otherActiveSystemRoots(ctx.db, target.id)) === 0)) actions.push('deactivate')
+  }
+  return actions
+}

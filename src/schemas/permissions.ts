@@ -138,6 +138,10 @@ export const AuditQuery = ReadQuery({
   target_type: Type.Optional(Type.Unsafe<AuditTargetType>({ type: 'string', enum: [...AUDIT_TARGET_TYPES] })),
   target_id: Type.Optional(PlainText(1, 200)),
   action: Type.Optional(PlainText(1, 64)),
+  actor: Type.Optional(PlainText(1, 320)),
+  target: Type.Optional(PlainText(1, 320)),
+  from: Type.Optional(Type.String({ format: 'date-time' })),
+  until: Type.Optional(Type.String({ format: 'date-time' })),
   ...Paging,
 })
 
@@ -153,6 +157,10 @@ export const AuditItem = Type.Object({
   actor_type: Type.String(),
   ip: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
+  actor_email: Type.Union([Type.String(), Type.Null()]),
+  actor_name: Type.Union([Type.String(), Type.Null()]),
+  target_email: Type.Union([Type.String(), Type.Null()]),
+  target_name: Type.Union([Type.String(), Type.Null()]),
 })
 
 export const HoldersQuery = ReadQuery({ obj: Obj, act: Act, domain: Type.Optional(Domain), ...Paging })

@@ -101,7 +101,8 @@ function messageOf(error: ErrorObject, t: Translate): string {
     case 'maximum':
     case 'minItems':
     case 'maxItems':
-      return t(`validation.${error.keyword}`, { limit: p.limit })
+      // `count` picks the plural form ("at least 1 character", "al menos 1 carácter").
+      return t(`validation.${error.keyword}`, { limit: p.limit, count: Number(p.limit) })
     case 'enum':
       return t('validation.enum', { allowed: (p.allowedValues as unknown[]).join(', ') })
     case 'const':

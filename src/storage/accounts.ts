@@ -1,3 +1,4 @@
+import { UUID_PATTERN } from '../domain/identifiers.js'
 import type { Account, AccountStatus } from '../domain/principals.js'
 import type { Queryable } from './db.js'
 
@@ -188,3 +189,21 @@ export async function otherActiveSystemRoots(tx: Queryable, except: string): Pro
   )
   return rows.length
 }
+
+/** Who an account is, for people reading a list of ids (the audit trail). */
+export interface AccountName {
+  id: string
+  email: string
+  name: string
+  merchant_id: string | null
+}
+
+/** The names of the accounts among `ids` (ids that name no account, such as `system`, are left out). */
+export async function accountNames(q: Queryable, ids: readonly string[]): Promise<AccountName[]> {
+  const uuids = [...new Set(ids)].filter((id) => UUID.test(id))
+  if (uuids.length === 0) return []
+  const { rows } = await q.query<AccountName>('SELECT id::text AS id, email, name, merchant_id FROM admin_accounts WHERE id = ANY($1::uuid[])', [uuids])
+  return rows
+}
+
+const UUID = new RegExp(UUID_PATTERN)

@@ -88,6 +88,11 @@ export interface AuditFilter {
   action?: string | undefined
   /** Merchant callers see only their merchant's entries. */
   merchant_id?: string | undefined
+  actor_id?: string | undefined
+  /** Entries at or after this instant. */
+  from?: Date | undefined
+  /** Entries before this instant. */
+  until?: Date | undefined
 }
 
 /** A row of the audit log as listed: the chained columns but the merchant, with its sequence number as id. */
@@ -98,11 +103,19 @@ export interface AuditItem extends Omit<ChainedContent, 'id' | 'merchant_id'> {
 function where(filter: AuditFilter): { sql: string; params: unknown[] } {
   const clauses: string[] = []
   const params: unknown[] = []
-  for (const column of ['target_type', 'target_id', 'action', 'merchant_id'] as const) {
+  for (const column of ['target_type', 'target_id', 'action', 'merchant_id', 'actor_id'] as const) {
     const value = filter[column]
     if (value === undefined) continue
     params.push(value)
     clauses.push(`${column} = $${params.length}`)
+  }
+  if (filter.from !== undefined) {
+    params.push(filter.from)
+    clauses.push(`created_at >= $${params.length}`)
+  }
+  if (filter.until !== undefined) {
+    params.push(filter.until)
+    clauses.push(`created_at < $${params.length}`)
   }
   return { sql: clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '', params }
 }

@@ -144,6 +144,11 @@ t.test('a non-root caller changes only accounts whose effective set it holds', a
     }
   }
 
+  // The list tells each caller what it may do to each row, by the same rules the commands apply below.
+  const allowed = async (as: string) =>
+    ((await ta.call({ method: 'GET', url: '/v2/admin/accounts?merchant_id=m1&page_size=100', token: as })).json() as { data: { items: Array<{ id: string; allowed_actions: string[] }> } }).data.items.find((a) => a.id === peer.id)?.allowed_actions
+  t.same(await allowed(token), [], 'the weaker caller is offered nothing on the stronger peer')
+  t.same(await allowed(ta.tokenFor(owner1)), ['change-sub-role', 'deactivate'], 'the merchant super_admin is offered both')
   await peerRefusal('change-sub-role', (lang) => move('empty', token, lang))
   await peerRefusal('deactivate', (lang) => status('deactivate', token, lang))
   t.match(await account(), { sub_role_code: 'payer', status: 'active' }, 'the peer keeps its sub-role and stays on')
@@ -153,6 +158,7 @@ t.test('a non-root caller changes only accounts whose effective set it holds', a
   t.match(await account(), { sub_role_code: 'payer', status: 'deactivated' }, 'a deactivated peer is judged by the set it would get back')
 
   t.equal((await grant(ta, 'desk', 'payouts', 'approve', 'm1')).statusCode, 200)
+  t.same(await allowed(token), ['change-sub-role', 'reactivate'], 'once the caller holds payouts:approve itself, the list offers it')
   t.equal((await status('reactivate')).statusCode, 200, 'once the caller holds payouts:approve itself')
   t.equal((await status('deactivate')).statusCode, 200)
   t.equal((await status('reactivate')).statusCode, 200)

@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { changeSubRole, setAccountStatus } from '../../commands/accountLifecycle.js'
+import { ACCOUNT_ACTIONS, type AccountAction } from '../../commands/accountLifecycle.js'
 import { getAccount, listAccounts } from '../../commands/accountQueries.js'
 import type { CommandContext } from '../../commands/context.js'
 import { routePermissions } from '../../domain/permissions.js'
@@ -39,6 +40,12 @@ const accountChangeSchema = <Body extends TSchema>(body: Body, errorStatuses: nu
   response: responses(200, AccountChangeData, errorStatuses),
 })
 
+/** A listed account with what the caller may do to it (the rules of the lifecycle commands, src/commands/accountLifecycle.ts). */
+const ListedAccount = Type.Composite([
+  Account,
+  Type.Object({ allowed_actions: Type.Array(Type.Unsafe<AccountAction>({ type: 'string', enum: [...ACCOUNT_ACTIONS] })) }),
+])
+
 export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {
   app.get(
     '/v2/admin/accounts',
@@ -48,7 +55,7 @@ export const adminAccountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext
         tags: ['accounts'],
         security: bearer,
         querystring: AccountsQuery,
-        response: responses(200, Type.Object({ items: Type.Array(Account), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() })),
+        response: responses(200, Type.Object({ items: Type.Array(ListedAccount), page: Type.Integer(), page_size: Type.Integer(), total: Type.Integer() })),
       },
     },
     async (request) => {
