@@ -557,10 +557,18 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.same(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-decision'))), ['dec-3', 'dec-2', 'dec-1'], "all of the user's decisions")
     await page.locator('tr[data-decision="dec-2"]').getByText('granted to the sub-role').waitFor()
     await page.getByLabel('Permission', { exact: true }).selectOption('orders:refund')
-    // datetime-local is in the browser's zone, which is this process's: 09:02:30 UTC as local time.
-    const from = new Date('2030-06-01T09:02:30Z')
-    const pad = (n: number) => String(n).padStart(2, '0')
-    const local = `${from.getFullYear()}-${pad(from.getMonth() + 1)}-${pad(from.getDate())}T${pad(from.getHours())}:${pad(from.getMinutes())}:${pad(from.getSeconds())}`
+    // datetime-local is in the browser's zone (the context's Europe/Madrid): 09:02:30 UTC as it reads there.
+    const zoned = new Intl.DateTimeFormat('sv-SE', {
+      timeZone: 'Europe/Madrid',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hour12: false,
+    })
+    const local = zoned.format(new Date('2030-06-01T09:02:30Z')).replace(' ', 'T')
     await page.getByLabel('From').fill(local)
     await page.getByRole('button', { name: 'Filter' }).click()
     await page.locator('tr[data-decision="dec-2"]').waitFor({ state: 'detached' })
@@ -569,7 +577,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.locator('tr[data-decision="dec-3"]').getByRole('link', { name: clerkId }).click()
     await page.getByRole('heading', { name: 'clerk1@shop-a.example' }).waitFor()
     t.equal(new URL(page.url()).hash, `#/users/${clerkId}`, "the row opens the user's explanation")
-    await page.locator('tr[data-pair="orders:refund"]').getByText('granted to the sub-role').waitFor()
+    await page.locator('tr[data-pair="orders:refund"]').getByText('granted to clerk in shop-a').waitFor()
 
     await page.getByLabel('Language').selectOption('es')
     await open('Decisiones')
