@@ -20,11 +20,13 @@ RUN npm run build
 # works from a checkout, so it is taken out of the manifest here and pruned
 # with what only it pulls in (esbuild). TypeScript is a dev dependency, but
 # i18next names it as an optional peer, which makes npm keep it through
-# --omit=dev: it goes by hand.
+# --omit=dev: it goes by hand. So do type declarations that a runtime
+# package declares as a dependency (protobufjs, under gRPC, names
+# @types/node): types are never read at run time.
 FROM deps AS runtime-deps
 RUN npm pkg delete dependencies.tsx \
   && npm prune --omit=dev --no-audit --no-fund \
-  && rm -rf node_modules/typescript node_modules/.bin/tsc node_modules/.bin/tsserver
+  && rm -rf node_modules/typescript node_modules/.bin/tsc node_modules/.bin/tsserver node_modules/@types
 
 FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000

@@ -540,7 +540,7 @@ t.test(`the command line (${backend})`, async (t) => {
   truncateSync(large, MAX_POLICY_FILE_BYTES + 1)
   const tooLarge = await cli('policy', 'import', '--file', large)
   t.equal(tooLarge.code, 2)
-  t.match(tooLarge.err, /holds more than 8388608 bytes; a policy file may have at most 8388608/)
+  t.match(tooLarge.err, `holds more than ${MAX_POLICY_FILE_BYTES} bytes; a policy file may have at most ${MAX_POLICY_FILE_BYTES}`)
   const missing = await cli('policy', 'import', '--file', join(dir, 'nope.csv'))
   t.equal(missing.code, 2)
   t.match(missing.err, /cannot read the policy file/)

@@ -9,6 +9,7 @@ import { repositoryRoot } from '../support/serverProcess.js'
 import { tempDir } from '../helper.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
+import { MAX_POLICY_FILE_BYTES } from '../../src/commands/importPolicy.js'
 
 onceOnPGlite('an embedded store in a folder of its own, whatever DATABASE_URL says')
 
@@ -41,7 +42,7 @@ t.test('the size cap holds while reading: a pipe is read no further than one byt
   })
   const code = await exited
   t.equal(code, 2, stderr)
-  t.equal(stderr, '/dev/stdin holds more than 8388608 bytes; a policy file may have at most 8388608\n')
+  t.equal(stderr, `/dev/stdin holds more than ${MAX_POLICY_FILE_BYTES} bytes; a policy file may have at most ${MAX_POLICY_FILE_BYTES}\n`)
 
   const small = spawn('bash', ['-c', `printf '# policy-format: 1\\n# scope: all\\np, clerk, global, orders, read, allow\\n' | exec "${process.execPath}" ${TEST_NODE_ARGS.join(' ')} src/cli/main.ts policy import --file /dev/stdin --dry-run`], {
     cwd: repositoryRoot,
