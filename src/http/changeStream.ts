@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http'
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { ServiceError } from '../domain/errors.js'
 import type { ChangeHub, ChangeSubscriber } from '../replica/changeHub.js'
 import { isAfter, passesFilter, readChangeItems, type AudiencedChange, type ChangeCursor, type ChangeFilter, type ListedChange } from '../storage/changeItems.js'
@@ -81,7 +81,7 @@ export class ChangeStreams {
   }
 
   /** Starts a stream on `res` (headers already chosen) from `cursor` for `caller`. */
-  start(slot: StreamSlot, res: ServerResponse, headers: Record<string, string | number>, cursor: ChangeCursor, filter: ChangeFilter, caller: StreamCaller): void {
+  start(slot: StreamSlot, res: ServerResponse, headers: OutgoingHttpHeaders, cursor: ChangeCursor, filter: ChangeFilter, caller: StreamCaller): void {
     const stream = new ChangeStream(res, cursor, filter, this.options, caller, () => {
       this.streams.delete(stream)
       slot.release()

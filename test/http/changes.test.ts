@@ -311,3 +311,29 @@ t.test(`a stream ends once its caller may no longer read: logout, deactivation, 
   await endsWith(expiring, '202', 'its token expired')
   t.ok(Date.now() >= exp * 1000, 'not before its expiry')
 })
+
+t.test(`the stream's answer carries the headers a route's answer carries: the service's, helmet's, cross-origin (${backend})`, async (t) => {
+  const origin = 'https://console.example'
+  const ta = await buildTestApp(t, { env: { CORS_ORIGINS: origin, CHANGE_STREAM_MAX_MS: '60000' } })
+  const port = await listen(ta)
+  const sent = { origin, 'x-request-id': 'client-id-1' }
+  const poll = await fetch(`http://127.0.0.1:${port}/v2/admin/changes`, { headers: { authorization: `Bearer ${ta.rootToken}`, ...sent } })
+  t.equal(poll.status, 200)
+  const stream = await openSse(port, '/v2/admin/changes/stream', ta.rootToken, sent)
+  t.equal(stream.status, 200)
+  stream.close()
+  // What differs by nature: the body's type and length, and what only a stream says.
+  const ownToEither = new Set(['content-type', 'content-length', 'transfer-encoding', 'date', 'cache-control', 'x-accel-buffering'])
+  const routeHeaders = Object.fromEntries([...poll.headers].filter(([name]) => !ownToEither.has(name)))
+  const streamHeaders = Object.fromEntries(Object.entries(stream.headers).filter(([name]) => !ownToEither.has(name)))
+  t.same(streamHeaders, routeHeaders, 'the same headers with the same values')
+  t.match(streamHeaders, {
+    'x-request-id': 'client-id-1',
+    'x-content-type-options': 'nosniff',
+    'x-policy-revision': String(ta.service.replica.revision),
+    'content-security-policy': String,
+    'strict-transport-security': String,
+    'x-frame-options': 'SAMEORIGIN',
+    'access-control-allow-origin': origin,
+  })
+})

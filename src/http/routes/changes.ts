@@ -13,7 +13,7 @@ import { mapServiceError } from '../errors.js'
 import { success } from '../envelope.js'
 import { callerOf, credentialsRule, tokenStandingNow, type CredentialsRule } from '../plugins/authentication.js'
 import { permissionRefusal } from '../plugins/authorization.js'
-import { addServiceHeaders } from '../serviceHeaders.js'
+import { hijackedAnswerHeaders } from '../serviceHeaders.js'
 
 /** The change stream (CONTRACT 18): a poll of committed changes after a revision, and the same items as Server-Sent Events. */
 export const changeRoutes: FastifyPluginAsyncTypebox<{ ctx: Service }> = async (app, { ctx }) => {
@@ -51,13 +51,16 @@ export const changeRoutes: FastifyPluginAsyncTypebox<{ ctx: Service }> = async (
       const slot = streams.reserve(request.ip)
       try {
         const cursor = await changeStreamStart(ctx, { after: request.query.after, lastEventId: request.headers['last-event-id'] })
-        const headers: Record<string, string | number> = {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-store',
-          // nginx and Caddy would otherwise hold events back in their buffers.
-          'x-accel-buffering': 'no',
-        }
-        addServiceHeaders(headers, request.id, ctx.replica)
+        const headers = hijackedAnswerHeaders(
+          reply,
+          {
+            'content-type': 'text/event-stream; charset=utf-8',
+            'cache-control': 'no-store',
+            // nginx and Caddy would otherwise hold events back in their buffers.
+            'x-accel-buffering': 'no',
+          },
+          ctx.replica,
+        )
         void reply.hijack()
         streams.start(slot, reply.raw, headers, cursor, changeFilter(caller, request.query.domain), streamCaller(ctx, request, current))
       } catch (error) {
