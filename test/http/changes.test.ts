@@ -251,6 +251,8 @@ t.test(`a reader that stops reading is disconnected, not buffered without limit 
   await ta.service.replica.sync()
   const { rows } = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM change_items')
   t.ok(Number(rows[0]?.n) >= 30_000)
+  // The revision's events reach the paused reader's buffer (all of them are written at once): from then on it has a second to read.
+  await slow.until((c) => c.response.readableLength > 0, 20_000)
   await new Promise((r) => setTimeout(r, 1500))
   slow.response.resume()
   await slow.until((c) => c.ended, 10_000)
