@@ -259,7 +259,7 @@ t.test(`a reader that stops reading is disconnected, not buffered without limit 
   t.ok(slow.events.length < 30_000, `disconnected after ${slow.events.length} of 30,000 events`)
 })
 
-t.test(`a stream ends once its caller may no longer read: logout, deactivation, permission revoked, expiry (${backend})`, async (t) => {
+t.test(`a stream ends once its caller may no longer read: logout, permission revoked, deactivation, credentials changed, expiry (${backend})`, async (t) => {
   const ta = await buildTestApp(t, { env: { CHANGE_STREAM_HEARTBEAT_MS: '50', CHANGE_STREAM_MAX_MS: '60000', CHANGE_STREAMS_PER_ADDRESS: '10' } })
   const port = await listen(ta)
   await onboard(ta, 'm1')
@@ -304,6 +304,12 @@ t.test(`a stream ends once its caller may no longer read: logout, deactivation, 
   const deactivated = await open(ta.tokenFor(second))
   t.equal((await ta.call({ method: 'POST', url: `/v2/admin/accounts/${second.id}/deactivate`, body: { command: 'deactivate-admin', data: {} } })).statusCode, 200)
   await endsWith(deactivated, '201', 'its account deactivated')
+
+  const third = await register(ta, { email: 'third@m1.example', sub_role_code: 'reader', merchant_id: 'm1' })
+  const moved = await open(ta.tokenFor(third))
+  const everywhere = await ta.call({ method: 'POST', url: '/v2/auth/logout', token: ta.tokenFor(third), body: { command: 'logout', data: { everywhere: true } } })
+  t.equal(everywhere.statusCode, 200)
+  await endsWith(moved, '201', "its account's credentials changed (a logout everywhere)")
 
   // A token of the root account that expires in about two seconds, signed as the service signs its own.
   const sign = createSigner({ key: TEST_SECRET, algorithm: 'HS256', noTimestamp: true })
