@@ -5,28 +5,29 @@
  * whatever happens. Without a PostgreSQL DATABASE_URL there is nothing to
  * measure (the embedded store serves one process).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { Agent, request } from 'node:http'
-import { createServer } from 'node:net'
-import { cpus, loadavg, totalmem } from 'node:os'
-import { fileURLToPath } from 'node:url'
 import { verifyAudit } from '../src/commands/verifyAudit.js'
 import type { Database } from '../src/storage/db.js'
 import { openPostgres } from '../src/storage/pg.js'
+import {
+  BenchReport,
+  ROOT_EMAIL,
+  ROOT_PASSWORD,
+  benchRun,
+  fmt,
+  followStream,
+  postgresSettings,
+  quantile,
+  requirePostgres,
+  runBench,
+  send,
+  sleep,
+  startReplica,
+  type Replica,
+  type Reply,
+} from './replicaProcesses.js'
 
-const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
-if (postgresUrl === undefined) {
-  process.stderr.write(
-    'npm run bench:replicas needs PostgreSQL: set DATABASE_URL=postgres://user:pass@host:5432/db (a schema is created in it for the run and dropped afterwards)\n',
-  )
-  process.exit(1)
-}
+const postgresUrl = requirePostgres('bench:replicas')
 
-const repositoryRoot = fileURLToPath(new URL('..', import.meta.url))
-const SECRET = 'bench-replicas-secret-0123456789abcdef'
-const ROOT_EMAIL = 'root@replicas.bench'
-const ROOT_PASSWORD = `bench-${randomBytes(6).toString('hex')}`
 /** Past this the run is abandoned (and cleaned up): it must stay bounded. */
 const WHOLE_RUN_MS = 240_000
 const PROPAGATION_SAMPLES = 200
@@ -35,162 +36,6 @@ const THROUGHPUT_MS = 5000
 const CLIENTS_PER_REPLICA = 8
 const STEADY_RATE = 50
 const STEADY_MS = 10_000
-
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number
-}
-
-// ---------------------------------------------------------------- HTTP
-
-/** Keep-alive sockets: a tight check loop should measure the service, not connection set-up. */
-const agent = new Agent({ keepAlive: true, maxSockets: 64 })
-
-interface Reply {
-  status: number
-  code: string | undefined
-  data: Record<string, unknown>
-  /** `x-policy-revision` */
-  policyRevision: number
-  ms: number
-}
-
-function send(port: number, method: 'GET' | 'POST' | 'DELETE', path: string, token: string | null, body?: unknown): Promise<Reply> {
-  const payload = body === undefined ? undefined : JSON.stringify(body)
-  const started = performance.now()
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path,
-        agent,
-        timeout: 15_000,
-        headers: {
-          ...(token !== null ? { authorization: `Bearer ${token}` } : {}),
-          ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (chunk: Buffer) => chunks.push(chunk))
-        res.on('end', () => {
-          let envelope: { response_code?: string; data?: Record<string, unknown> } = {}
-          try {
-            envelope = JSON.parse(Buffer.concat(chunks).toString()) as typeof envelope
-          } catch {
-            // not JSON: the status says enough
-          }
-          resolve({
-            status: res.statusCode ?? 0,
-            code: envelope.response_code,
-            data: envelope.data ?? {},
-            policyRevision: Number(res.headers['x-policy-revision']),
-            ms: performance.now() - started,
-          })
-        })
-        res.on('error', reject)
-      },
-    )
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer in 15 s`)))
-    req.on('error', reject)
-    req.end(payload)
-  })
-}
-
-// ---------------------------------------------------------------- processes
-
-interface Replica {
-  name: string
-  port: number
-  child: ChildProcess
-  /** The end of its output, for failure messages. */
-  output(): string
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-const started: Replica[] = []
-
-async function startReplica(name: string, databaseUrl: string): Promise<Replica> {
-  const port = await freePort()
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DATABASE_URL: databaseUrl,
-    JWT_SECRET: SECRET,
-    BOOTSTRAP_ADMIN_EMAIL: ROOT_EMAIL,
-    BOOTSTRAP_ADMIN_PASSWORD: ROOT_PASSWORD,
-    LOGIN_RATE_LIMIT_PER_MINUTE: '1000',
-    // Request logs would cost the servers CPU this 2-core machine shares with the load generator and PostgreSQL.
-    LOG_LEVEL: 'warn',
-  }
-  // A process group of its own, so that stopping it stops whatever it started too.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
-    cwd: repositoryRoot,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  })
-  let output = ''
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000)
-  }
-  child.stdout?.on('data', keep)
-  child.stderr?.on('data', keep)
-  const replica: Replica = { name, port, child, output: () => output }
-  started.push(replica)
-  const deadline = Date.now() + 60_000
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited while starting:\n${output}`)
-    try {
-      if ((await send(port, 'GET', '/healthz', null)).status === 200) return replica
-    } catch {
-      // not listening yet
-    }
-    await sleep(100)
-  }
-  throw new Error(`${name} did not answer /healthz within 60 s:\n${output}`)
-}
-
-function signalGroup(replica: Replica, signal: NodeJS.Signals): void {
-  if (replica.child.pid === undefined) return
-  try {
-    process.kill(-replica.child.pid, signal)
-  } catch {
-    // already gone
-  }
-}
-
-async function stopAll(): Promise<void> {
-  await Promise.all(
-    started.map(async (replica) => {
-      if (replica.child.exitCode !== null || replica.child.signalCode !== null) return
-      const exited = new Promise<void>((resolve) => replica.child.once('exit', () => resolve()))
-      signalGroup(replica, 'SIGTERM')
-      const timer = setTimeout(() => signalGroup(replica, 'SIGKILL'), 10_000)
-      await exited
-      clearTimeout(timer)
-    }),
-  )
-  started.length = 0
-}
 
 // ---------------------------------------------------------------- the service's API
 
@@ -217,11 +62,8 @@ function revisionOf(reply: Reply): number {
 
 // ---------------------------------------------------------------- measurements
 
-const rows: Array<[string, string, string]> = []
-const record = (what: string, value: string, note = '') => {
-  rows.push([what, value, note])
-  process.stderr.write(`  ${what}: ${value} ${note}\n`)
-}
+const report = new BenchReport('npm run bench:replicas (DATABASE_URL=postgres://…)')
+const record = report.record.bind(report)
 
 /**
  * From the write's answer on A until B's check answers the new way: B is
@@ -324,29 +166,11 @@ async function steadyWrites(replicas: Replica[], rate: number, ms: number): Prom
   return run
 }
 
-/** Arrival times of a change stream's events by revision: a stream on `replica` from `after`, read as it arrives. */
-function followStream(replica: Replica, after: number): { arrivals: Map<number, number>; close(): void } {
-  const arrivals = new Map<number, number>()
-  const req = request({ host: '127.0.0.1', port: replica.port, path: `/v2/admin/changes/stream?after=${after}`, headers: { authorization: `Bearer ${token}` } })
-  req.on('response', (res) => {
-    let rest = ''
-    res.setEncoding('utf8')
-    res.on('data', (chunk: string) => {
-      const now = performance.now()
-      const lines = (rest + chunk).split('\n')
-      rest = lines.pop() ?? ''
-      for (const line of lines) if (line.startsWith('id: ')) arrivals.set(Number(line.slice(4).split('.')[0]), now)
-    })
-  })
-  req.on('error', () => undefined)
-  req.end()
-  return { arrivals, close: () => req.destroy() }
-}
 
 /** From the write's answer on A until B's change stream delivers its event (B applies it from the feed first). */
 async function streamDelivery(a: Replica, b: Replica, samples: number): Promise<number[]> {
   const head = await send(a.port, 'GET', '/v2/admin/changes?limit=1', token)
-  const stream = followStream(b, Number(head.data.next_after))
+  const stream = followStream(b, Number(head.data.next_after), token)
   await sleep(200)
   const delays: number[] = []
   try {
@@ -388,67 +212,21 @@ async function auditRowsLike(db: Database, prefix: string): Promise<number> {
 
 // ---------------------------------------------------------------- the run
 
-const startedAt = new Date()
-// Other work on a shared machine shows in the tails: the load before the run is printed with the figures.
-const loadBefore = loadavg()
-const command = 'npm run bench:replicas (DATABASE_URL=postgres://…)'
-process.stderr.write(`running ${command}\n`)
-
-const run = randomBytes(4).toString('hex')
-const schema = `bench_replicas_${run}`
-const admin = openPostgres({ url: postgresUrl, max: 1 })
+const bench = benchRun(postgresUrl, 'bench_replicas', WHOLE_RUN_MS)
+const { schema, admin } = bench
 let db: Database | null = null
-let cleaned: Promise<void> | null = null
+bench.beforeDrop(async () => {
+  await db?.close()
+})
 
-/** Stops both processes and drops the schema; safe to call more than once. */
-function cleanUp(): Promise<void> {
-  cleaned ??= (async () => {
-    await stopAll()
-    await db?.close().catch(() => undefined)
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => {
-      process.stderr.write(`could not drop schema ${schema}: ${String(error)}\n`)
-    })
-    await admin.close().catch(() => undefined)
-    agent.destroy()
-  })()
-  return cleaned
-}
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`${signal}: stopping the servers and dropping ${schema}\n`)
-    void cleanUp().then(() => process.exit(130))
-  })
-}
-const watchdog = setTimeout(() => {
-  process.stderr.write(`the run took longer than ${WHOLE_RUN_MS / 1000} s: abandoned\n`)
-  void cleanUp().then(() => process.exit(1))
-}, WHOLE_RUN_MS)
-watchdog.unref()
-
-function processUrl(name: string): string {
-  const url = new URL(postgresUrl as string)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  // Named per run and process: an operator can tell them apart in pg_stat_activity.
-  url.searchParams.set('application_name', `aps-bench-${run}-${name}`)
-  return url.toString()
-}
-
-let failure: unknown = null
-let header: string[] = []
-let note: string[] = []
-try {
+await runBench(bench, report, 'bench:replicas', async () => {
   await admin.query(`CREATE SCHEMA ${schema}`)
   db = openPostgres({ url: postgresUrl, schema, max: 2 })
-  const settings = (
-    await admin.query<{ version: string; sync: string }>(
-      "SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync",
-    )
-  ).rows[0]
+  const settings = await postgresSettings(admin)
 
   // A first: it applies the migrations and creates the root account.
-  const a = await startReplica('A', processUrl('a'))
-  const b = await startReplica('B', processUrl('b'))
+  const a = await startReplica('A', bench.processUrl('a'))
+  const b = await startReplica('B', bench.processUrl('b'))
 
   const login = await send(a.port, 'POST', '/v2/auth/login', null, { command: 'login', data: { email: ROOT_EMAIL, password: ROOT_PASSWORD } })
   if (typeof login.data.access_token !== 'string') throw new Error(`login: ${login.status} ${login.code ?? ''}`)
@@ -535,14 +313,8 @@ try {
   const chain = await verifyAudit(db)
   record('audit chain after the run', chain.problem === null ? 'whole' : 'BROKEN', `(${fmt(chain.rows)} rows walked)`)
 
-  header = [
-    `command: ${command}`,
-    `date: ${startedAt.toISOString()}`,
-    `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`,
-    `store: PostgreSQL ${settings?.version ?? '?'} (synchronous_commit=${settings?.sync ?? '?'}), a fresh schema; 2 server processes on loopback (LOG_LEVEL=warn, other settings default), the load generator in this process on the same cores`,
-    `load average before the run (1/5/15 min): ${loadBefore.map((l) => fmt(l, 2)).join(' / ')}`,
-  ]
-  note = [
+  const store = `${settings}, a fresh schema; 2 server processes on loopback (LOG_LEVEL=warn, other settings default), the load generator in this process on the same cores`
+  const note = [
     `Through A and B together the store took ${fmt(both.perSecond / one.perSecond, 2)}x the writes of A alone. Every write takes the one`,
     'revision row (UPDATE store_revision) in its transaction and holds it until its COMMIT, so the commits of all replicas',
     'happen one after another: store-wide, writes are bounded by one transaction at a time from the bump to the COMMIT',
@@ -550,29 +322,5 @@ try {
     'process writes also run one at a time (WriteQueue), so one replica is bounded by its whole transaction; here the two',
     'servers, PostgreSQL and the load generator also share 2 cores. More replicas add check capacity, not write capacity.',
   ]
-} catch (error) {
-  failure = error
-  for (const replica of started) process.stderr.write(`--- ${replica.name}'s last output ---\n${replica.output()}\n`)
-} finally {
-  await cleanUp()
-  clearTimeout(watchdog)
-}
-
-if (failure !== null) {
-  process.stderr.write(`bench:replicas failed: ${failure instanceof Error ? failure.message : String(failure)}\n`)
-  process.exit(1)
-}
-
-process.stdout.write(
-  [
-    ...header,
-    '',
-    '| measure | value | note |',
-    '|---|---:|---|',
-    ...rows.map(([what, value, note]) => `| ${what} | ${value} | ${note} |`),
-    '',
-    ...note,
-    '',
-  ].join('\n'),
-)
-process.exit(0)
+  return { store, note }
+})

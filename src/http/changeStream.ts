@@ -1,8 +1,9 @@
-import type { ServerResponse } from 'node:http'
-import { errorTable, ServiceError } from '../domain/errors.js'
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import { ServiceError } from '../domain/errors.js'
 import type { ChangeHub, ChangeSubscriber } from '../replica/changeHub.js'
 import { isAfter, passesFilter, readChangeItems, type AudiencedChange, type ChangeCursor, type ChangeFilter, type ListedChange } from '../storage/changeItems.js'
 import type { Database } from '../storage/db.js'
+import type { ErrorBody } from './errors.js'
 
 export interface ChangeStreamOptions {
   heartbeatMs: number
@@ -21,6 +22,17 @@ const GOODBYE_MS = 1000
 /** One server-sent event: `id: <revision>.<index>`, the item as JSON. */
 export function changeEvent(item: ListedChange): string {
   return `id: ${item.revision}.${item.index}\ndata: ${JSON.stringify(item)}\n\n`
+}
+
+/**
+ * Who reads a stream, asked again while it lasts: a stream opened with a
+ * token must not outlive the caller's right to read.
+ */
+export interface StreamCaller {
+  /** What a new request of the caller would be refused with now (its token logged out or expired, its account changed, the permission gone), or null. */
+  refusal(): ServiceError | null
+  /** The localised envelope of the error a stream ends with. */
+  envelope(error: ServiceError): ErrorBody
 }
 
 /** A slot reserved for one address's stream before it is opened: released if opening fails. */
@@ -68,9 +80,9 @@ export class ChangeStreams {
     }
   }
 
-  /** Starts a stream on `res` (headers already chosen) from `cursor`; `behindText` is its last event's text when it falls behind. */
-  start(slot: StreamSlot, res: ServerResponse, headers: Record<string, string | number>, cursor: ChangeCursor, filter: ChangeFilter, behindText: string): void {
-    const stream = new ChangeStream(res, cursor, filter, this.options, behindText, () => {
+  /** Starts a stream on `res` (headers already chosen) from `cursor` for `caller`. */
+  start(slot: StreamSlot, res: ServerResponse, headers: OutgoingHttpHeaders, cursor: ChangeCursor, filter: ChangeFilter, caller: StreamCaller): void {
+    const stream = new ChangeStream(res, cursor, filter, this.options, caller, () => {
       this.streams.delete(stream)
       slot.release()
     })
@@ -101,7 +113,7 @@ class ChangeStream implements ChangeSubscriber {
     private cursor: ChangeCursor,
     private readonly filter: ChangeFilter,
     private readonly options: ChangeStreamOptions,
-    private readonly behindText: string,
+    private readonly caller: StreamCaller,
     private readonly onClosed: () => void,
   ) {
     res.on('close', () => this.finish())
@@ -110,7 +122,11 @@ class ChangeStream implements ChangeSubscriber {
   async run(db: Database, hub: ChangeHub): Promise<void> {
     // Subscribed before reading: what commits while we read comes from the hub, deduplicated by the cursor.
     this.unsubscribe = hub.subscribe(this)
-    this.timers.push(setInterval(() => this.write(': heartbeat\n\n'), this.options.heartbeatMs))
+    this.timers.push(
+      setInterval(() => {
+        if (this.callerMayRead()) this.write(': heartbeat\n\n')
+      }, this.options.heartbeatMs),
+    )
     this.timers.push(setTimeout(() => this.end(), this.options.maxMs))
     try {
       for (;;) {
@@ -153,6 +169,7 @@ class ChangeStream implements ChangeSubscriber {
   }
 
   private send(items: readonly ListedChange[]): void {
+    if (!items.some((item) => isAfter(item, this.cursor)) || !this.callerMayRead()) return
     for (const item of items) {
       if (this.closed) return
       if (!isAfter(item, this.cursor)) continue
@@ -184,14 +201,28 @@ class ChangeStream implements ChangeSubscriber {
     })
   }
 
+  /** Whether the caller may still read what comes; when not, the stream ends with the refusal a new request would get. */
+  private callerMayRead(): boolean {
+    const refusal = this.caller.refusal()
+    if (refusal === null) return true
+    this.lastEvent(refusal)
+    return false
+  }
+
   /** The client left too much unread: one last event it may still read, then the socket goes. */
   private behind(): void {
+    this.lastEvent(new ServiceError('CHANGE_STREAM_BEHIND', { bytes: this.options.bufferBytes }))
+  }
+
+  /** One last `event: error` with the error's envelope, then the socket goes (after a moment, for a client slow to read it). */
+  private lastEvent(error: ServiceError): void {
     if (this.closed) return
-    const code = errorTable.CHANGE_STREAM_BEHIND.responseCode
-    this.res.write(`event: error\ndata: ${JSON.stringify({ response_code: code, response_text: this.behindText })}\n\n`)
+    this.res.write(`event: error\ndata: ${JSON.stringify(this.caller.envelope(error))}\n\n`)
     const socket = this.res.socket
     this.finish()
-    setTimeout(() => socket?.destroy(), GOODBYE_MS).unref()
+    const goodbye = setTimeout(() => socket?.destroy(), GOODBYE_MS).unref()
+    // Read in time: the connection is the client's again (keep-alive), for its next request.
+    this.res.once('finish', () => clearTimeout(goodbye))
     this.res.end()
   }
 

@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv'
-import { errorTable, isServiceError, type ErrorCode, type FieldError } from '../domain/errors.js'
+import { errorTable, isServiceError, type ErrorCode, type FieldError, type ServiceError } from '../domain/errors.js'
 import type { Translate } from '../i18n/index.js'
 import { errorBody, type ErrorBody } from '../i18n/errorBody.js'
 import { localiseValidation } from '../schemas/validation.js'
@@ -33,14 +33,17 @@ function build(code: ErrorCode, t: Translate, params: Record<string, unknown> = 
   return { status, body: errorBody(code, t, params, errors), internal: status >= 500 }
 }
 
+/** A refusal of the service's own, with its parameters, field errors and details. */
+export function mapServiceError(error: ServiceError, t: Translate): MappedError {
+  const fields = error.fieldErrors?.map((f) => ({ field: f.field, message: t(`validation.${f.message}`) }))
+  const mapped = build(error.code, t, error.params, fields)
+  if (error.details !== undefined) Object.assign(mapped.body, error.details)
+  return mapped
+}
+
 /** The one mapper from anything thrown to a status and a localised error envelope. */
 export function mapError(error: unknown, t: Translate, limits: { bodyLimit: number }): MappedError {
-  if (isServiceError(error)) {
-    const fields = error.fieldErrors?.map((f) => ({ field: f.field, message: t(`validation.${f.message}`) }))
-    const mapped = build(error.code, t, error.params, fields)
-    if (error.details !== undefined) Object.assign(mapped.body, error.details)
-    return mapped
-  }
+  if (isServiceError(error)) return mapServiceError(error, t)
   const framework = (typeof error === 'object' && error !== null ? error : {}) as FrameworkError
   if (Array.isArray(framework.validation)) {
     const mismatch = framework.validation.find((e) => e.keyword === 'const' && e.instancePath === '/command')

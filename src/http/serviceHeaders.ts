@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { acceptedClientRequestId, echoedRequestId, nextRequestId } from './requestId.js'
 import { kRevisionSlot } from './symbols.js'
@@ -32,7 +32,7 @@ function writeServiceHeaders<T>(target: T, set: SetHeader<T>, requestId: string,
 const onReply: SetHeader<FastifyReply> = (reply, name, value) => {
   reply.header(name, value)
 }
-const inObject: SetHeader<Record<string, string | number>> = (headers, name, value) => {
+const inObject: SetHeader<OutgoingHttpHeaders> = (headers, name, value) => {
   headers[name] = value
 }
 const asLines: SetHeader<string[]> = (lines, name, value) => {
@@ -50,8 +50,22 @@ export function setServiceHeaders(reply: FastifyReply, revision: RevisionSource 
 }
 
 /** An answer written with Node's `writeHead` (fast paths, refusals while stopping): into its headers object. */
-export function addServiceHeaders(headers: Record<string, string | number>, requestId: string, revision: RevisionSource | null): void {
+export function addServiceHeaders(headers: OutgoingHttpHeaders, requestId: string, revision: RevisionSource | null): void {
   writeServiceHeaders(headers, inObject, requestId, revision)
+}
+
+/**
+ * The headers of a route's answer that the route writes itself after
+ * `reply.hijack()` (the change stream), where no onSend hook runs: what the
+ * route's hooks set on its reply (cross-origin headers; helmet's are on the
+ * raw response already), then the answer's own, then the service's.
+ */
+export function hijackedAnswerHeaders(reply: FastifyReply, own: OutgoingHttpHeaders, revision: RevisionSource | null): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {}
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value
+  Object.assign(headers, own)
+  writeServiceHeaders(headers, inObject, echoedRequestId(reply.request), revision)
+  return headers
 }
 
 /** An answer written on the socket itself (what Node's parser refuses): its header lines, each ending in CRLF. */

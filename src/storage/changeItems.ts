@@ -95,10 +95,24 @@ interface StoredItem {
   actor_id: string
 }
 
-const WHERE = `(revision, idx) > ($1::bigint, $2::integer)
-  AND ($3::text IS NULL OR audience = $3 OR audience = '${EVERY_TENANT}')
-  AND ($4::text IS NULL OR domain = $4)
-  AND ($5::bigint IS NULL OR revision <= $5)`
+// `revision` is read as text (a bigint past 2^53 would lose digits as a number): the statements order by the column, `change_items.revision`, not by this text.
+const COLUMNS = 'audience, revision::text AS revision, idx, time, kind, domain, sub_role, user_id, obj, act, effect, expires_at, event, actor_id'
+
+/**
+ * The conditions of `filter` after a cursor, and their parameters, as one
+ * statement per combination of filters: a condition the filter does not set
+ * is left out rather than written `$n IS NULL OR …`, so each combination gets
+ * a plan of its own (the pkey, or the audience's or the domain's index in
+ * revision order; sql/018) instead of one plan for all.
+ */
+function conditions(cursor: ChangeCursor, filter: ChangeFilter): { where: string; params: unknown[] } {
+  const params: unknown[] = [cursor.revision, cursor.index]
+  const where = ['(revision, idx) > ($1::bigint, $2::integer)']
+  if (filter.audience !== null) where.push(`audience IN ($${params.push(filter.audience)}::text, '${EVERY_TENANT}')`)
+  if (filter.domain !== null) where.push(`domain = $${params.push(filter.domain)}::text`)
+  if (filter.upTo !== null) where.push(`revision <= $${params.push(filter.upTo)}::bigint`)
+  return { where: where.join(' AND '), params }
+}
 
 /** The filter of readChangeItems, for changes already read (the stream's live items). */
 export function passesFilter(change: AudiencedChange, filter: ChangeFilter): boolean {
@@ -116,14 +130,19 @@ const instant = (value: Date | string) => (value instanceof Date ? value : new D
  * a page never splits a revision.
  */
 export async function readChangeItems(q: Queryable, cursor: ChangeCursor, filter: ChangeFilter, limit: number): Promise<AudiencedChange[]> {
-  const { rows } = await q.query<StoredItem>(
-    `SELECT audience, revision::text AS revision, idx, time, kind, domain, sub_role, user_id, obj, act, effect, expires_at, event, actor_id
-     FROM change_items
-     WHERE ${WHERE}
-       AND revision <= (SELECT max(revision) FROM (SELECT revision FROM change_items WHERE ${WHERE} ORDER BY revision, idx LIMIT $6) AS page)
-     ORDER BY change_items.revision, idx`,
-    [cursor.revision, cursor.index, filter.audience, filter.domain, filter.upTo, limit],
-  )
+  const page = await readItems(q, cursor, filter, limit)
+  const last = page[page.length - 1]
+  // A full page may stop inside a revision: the rest of that one follows. Its items committed together, so none is still on its way.
+  if (page.length < limit || last === undefined) return page
+  const rest = await readItems(q, { revision: last.item.revision, index: last.item.index }, { ...filter, upTo: last.item.revision }, null)
+  return rest.length === 0 ? page : [...page, ...rest]
+}
+
+/** The items after `cursor` that `filter` lets through, oldest first, at most `limit` (null: all). */
+async function readItems(q: Queryable, cursor: ChangeCursor, filter: ChangeFilter, limit: number | null): Promise<AudiencedChange[]> {
+  const { where, params } = conditions(cursor, filter)
+  const bound = limit === null ? '' : ` LIMIT $${params.push(limit)}::integer`
+  const { rows } = await q.query<StoredItem>(`SELECT ${COLUMNS} FROM change_items WHERE ${where} ORDER BY change_items.revision, idx${bound}`, params)
   return rows.map((row) => ({ audience: row.audience, item: listed(row) }))
 }
 

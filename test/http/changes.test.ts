@@ -6,10 +6,11 @@
  * that stops reading, and the end at shutdown.
  */
 import type { AddressInfo } from 'node:net'
+import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import type { Account } from '../../src/domain/principals.js'
 import { WHOLE_REVISION, readChangeItems } from '../../src/storage/changeItems.js'
-import { backend, buildTestApp, onboard, register, type TestApp } from '../helper.js'
+import { TEST_SECRET, backend, buildTestApp, onboard, register, type TestApp } from '../helper.js'
 import { openSse } from '../support/sseClient.js'
 
 interface Item {
@@ -250,8 +251,97 @@ t.test(`a reader that stops reading is disconnected, not buffered without limit 
   await ta.service.replica.sync()
   const { rows } = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM change_items')
   t.ok(Number(rows[0]?.n) >= 30_000)
+  // The revision's events reach the paused reader's buffer (all of them are written at once): from then on it has a second to read.
+  await slow.until((c) => c.response.readableLength > 0, 20_000)
   await new Promise((r) => setTimeout(r, 1500))
   slow.response.resume()
   await slow.until((c) => c.ended, 10_000)
   t.ok(slow.events.length < 30_000, `disconnected after ${slow.events.length} of 30,000 events`)
+})
+
+t.test(`a stream ends once its caller may no longer read: logout, permission revoked, deactivation, credentials changed, expiry (${backend})`, async (t) => {
+  const ta = await buildTestApp(t, { env: { CHANGE_STREAM_HEARTBEAT_MS: '50', CHANGE_STREAM_MAX_MS: '60000', CHANGE_STREAMS_PER_ADDRESS: '10' } })
+  const port = await listen(ta)
+  await onboard(ta, 'm1')
+  const reader = await register(ta, { email: 'reader@m1.example', sub_role_code: 'reader', merchant_id: 'm1' })
+  t.equal((await roleGrant(ta, 'reader', 'permission', 'read', 'm1')).statusCode, 200)
+  const open = async (token: string) => {
+    const stream = await openSse(port, `/v2/admin/changes/stream?after=${ta.service.replica.revision}`, token)
+    t.equal(stream.status, 200)
+    await stream.until((c) => c.comments.includes('heartbeat'))
+    return stream
+  }
+  /** The stream's last event is `event: error` with this code, and the server ended it. */
+  const endsWith = async (stream: Awaited<ReturnType<typeof open>>, code: string, why: string) => {
+    await stream.until((c) => c.ended, 3000)
+    const last = stream.events[stream.events.length - 1]
+    t.equal(last?.event, 'error', `${why}: a last error event`)
+    t.match(JSON.parse(last?.data ?? '{}'), { response_code: code, response_text: String }, `${why}: ${code}`)
+    t.ok(stream.completed, `${why}: the server closed the stream`)
+  }
+
+  const loggedOut = await open(ta.tokenFor(reader))
+  const stays = await open(ta.tokenFor(reader))
+  const logout = await ta.call({ method: 'POST', url: '/v2/auth/logout', token: ta.tokenFor(reader), body: { command: 'logout', data: {} } })
+  t.equal(logout.statusCode, 200)
+  t.notOk(loggedOut.ended, 'another token of the same account logged out: the stream stays')
+  loggedOut.close()
+  const ending = ta.tokenFor(reader)
+  const endedStream = await open(ending)
+  t.equal((await ta.call({ method: 'POST', url: '/v2/auth/logout', token: ending, body: { command: 'logout', data: {} } })).statusCode, 200)
+  await endsWith(endedStream, '204', 'its token logged out')
+  t.notOk(stays.ended, "the account's other token keeps its stream")
+
+  const revoked = await open(ta.tokenFor(reader))
+  const revoke = { command: 'revoke-role-permission', data: { obj: 'permission', act: 'read', domain: 'm1' } }
+  t.equal((await ta.call({ method: 'DELETE', url: '/v2/admin/permissions/roles/reader/revoke', body: revoke })).statusCode, 200)
+  await endsWith(revoked, '300', 'permission:read revoked')
+  t.notOk(revoked.events.some((e) => e.event !== 'error'), 'the revoke itself is not delivered to the caller who lost the right to read it')
+  await endsWith(stays, '300', 'permission:read revoked (the other token)')
+
+  t.equal((await roleGrant(ta, 'reader', 'permission', 'read', 'm1')).statusCode, 200)
+  const second = await register(ta, { email: 'second@m1.example', sub_role_code: 'reader', merchant_id: 'm1' })
+  const deactivated = await open(ta.tokenFor(second))
+  t.equal((await ta.call({ method: 'POST', url: `/v2/admin/accounts/${second.id}/deactivate`, body: { command: 'deactivate-admin', data: {} } })).statusCode, 200)
+  await endsWith(deactivated, '201', 'its account deactivated')
+
+  const third = await register(ta, { email: 'third@m1.example', sub_role_code: 'reader', merchant_id: 'm1' })
+  const moved = await open(ta.tokenFor(third))
+  const everywhere = await ta.call({ method: 'POST', url: '/v2/auth/logout', token: ta.tokenFor(third), body: { command: 'logout', data: { everywhere: true } } })
+  t.equal(everywhere.statusCode, 200)
+  await endsWith(moved, '201', "its account's credentials changed (a logout everywhere)")
+
+  // A token of the root account that expires in about two seconds, signed as the service signs its own.
+  const sign = createSigner({ key: TEST_SECRET, algorithm: 'HS256', noTimestamp: true })
+  const exp = Math.ceil(Date.now() / 1000) + 2
+  const shortLived = sign({ sub: ta.root.id, principal_type: ta.root.principal_type, cv: ta.root.credentials_version ?? 0, jti: 'short-lived', exp })
+  const expiring = await open(shortLived)
+  await endsWith(expiring, '202', 'its token expired')
+  t.ok(Date.now() >= exp * 1000, 'not before its expiry')
+})
+
+t.test(`the stream's answer carries the headers a route's answer carries: the service's, helmet's, cross-origin (${backend})`, async (t) => {
+  const origin = 'https://console.example'
+  const ta = await buildTestApp(t, { env: { CORS_ORIGINS: origin, CHANGE_STREAM_MAX_MS: '60000' } })
+  const port = await listen(ta)
+  const sent = { origin, 'x-request-id': 'client-id-1' }
+  const poll = await fetch(`http://127.0.0.1:${port}/v2/admin/changes`, { headers: { authorization: `Bearer ${ta.rootToken}`, ...sent } })
+  t.equal(poll.status, 200)
+  const stream = await openSse(port, '/v2/admin/changes/stream', ta.rootToken, sent)
+  t.equal(stream.status, 200)
+  stream.close()
+  // What differs by nature: the body's type and length, and what only a stream says.
+  const ownToEither = new Set(['content-type', 'content-length', 'transfer-encoding', 'date', 'cache-control', 'x-accel-buffering'])
+  const routeHeaders = Object.fromEntries([...poll.headers].filter(([name]) => !ownToEither.has(name)))
+  const streamHeaders = Object.fromEntries(Object.entries(stream.headers).filter(([name]) => !ownToEither.has(name)))
+  t.same(streamHeaders, routeHeaders, 'the same headers with the same values')
+  t.match(streamHeaders, {
+    'x-request-id': 'client-id-1',
+    'x-content-type-options': 'nosniff',
+    'x-policy-revision': String(ta.service.replica.revision),
+    'content-security-policy': String,
+    'strict-transport-security': String,
+    'x-frame-options': 'SAMEORIGIN',
+    'access-control-allow-origin': origin,
+  })
 })

@@ -7,8 +7,8 @@
  */
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { backend, buildTestApp, freshDatabase, secondConnection, type TestApp } from '../helper.js'
-import { openSse, type SseEvent } from '../support/sseClient.js'
+import { backend, buildTestApp, freshDatabase, onboard, register, secondConnection, type TestApp } from '../helper.js'
+import { openSse, type SseConnection, type SseEvent } from '../support/sseClient.js'
 
 const skip = backend === 'postgres' ? false : 'several replicas need PostgreSQL (DATABASE_URL=postgres://…)'
 
@@ -122,4 +122,42 @@ t.test("a change through one replica reaches a stream on the other within a boun
   delays.sort((x, y) => x - y)
   t.comment(`delivery to the other replica's stream after the writer's answer: median ${delays[10]} ms, max ${delays[19]} ms`)
   t.ok((delays[19] ?? Infinity) < 1000, 'every change within a second, by notification')
+})
+
+t.test('a stream on one replica ends when the other revokes its caller: permission:read, then a logout', { skip }, async (t) => {
+  const db = await freshDatabase(t)
+  const a = await buildTestApp(t, { db, env: { ...ENV, CHANGE_STREAM_HEARTBEAT_MS: '100' } })
+  const b = await buildTestApp(t, { db: secondConnection(t, db), env: { ...ENV, CHANGE_STREAM_HEARTBEAT_MS: '100' } })
+  const port = await listen(b)
+  await onboard(a, 'm1')
+  const reader = await register(a, { email: 'reader@m1.example', sub_role_code: 'reader', merchant_id: 'm1' })
+  const grant = { command: 'grant-role-permission', data: { obj: 'permission', act: 'read', domain: 'm1' } }
+  t.equal((await a.call({ method: 'POST', url: '/v2/admin/permissions/roles/reader/grant', body: grant })).statusCode, 200)
+  await b.service.replica.sync()
+  const open = async (token: string) => {
+    const stream = await openSse(port, `/v2/admin/changes/stream?after=${b.service.replica.revision}`, token)
+    t.equal(stream.status, 200)
+    await stream.until((s) => s.comments.includes('heartbeat'))
+    return stream
+  }
+  const endsWith = async (stream: SseConnection, code: string, why: string) => {
+    await stream.until((s) => s.ended, 5000)
+    const last = stream.events[stream.events.length - 1]
+    t.equal(last?.event, 'error', `${why}: a last error event`)
+    t.equal((JSON.parse(last?.data ?? '{}') as { response_code?: string }).response_code, code, `${why}: ${code}`)
+    t.ok(stream.completed, `${why}: the server closed the stream`)
+  }
+
+  const revoked = await open(a.tokenFor(reader))
+  const revoke = { command: 'revoke-role-permission', data: { obj: 'permission', act: 'read', domain: 'm1' } }
+  t.equal((await a.call({ method: 'DELETE', url: '/v2/admin/permissions/roles/reader/revoke', body: revoke })).statusCode, 200)
+  await endsWith(revoked, '300', 'permission:read revoked on the other replica')
+  t.notOk(revoked.events.some((e) => e.event !== 'error'), 'nothing delivered after the revoke')
+
+  t.equal((await a.call({ method: 'POST', url: '/v2/admin/permissions/roles/reader/grant', body: grant })).statusCode, 200)
+  await b.service.replica.sync()
+  const token = a.tokenFor(reader)
+  const loggedOut = await open(token)
+  t.equal((await a.call({ method: 'POST', url: '/v2/auth/logout', token, body: { command: 'logout', data: {} } })).statusCode, 200)
+  await endsWith(loggedOut, '204', 'its token logged out on the other replica')
 })

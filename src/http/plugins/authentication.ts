@@ -152,6 +152,31 @@ function agrees(claims: TokenClaims, account: Account, current: CredentialsRule)
   )
 }
 
+/** Why claims already verified no longer admit their account (logged out; the account gone, deactivated, or its credentials changed), or null. */
+function standing(claims: TokenClaims, account: Account | undefined, accounts: AccountDirectory, current: CredentialsRule): 'SESSION_ENDED' | 'INVALID_TOKEN' | null {
+  if (loggedOut(claims, accounts)) return 'SESSION_ENDED'
+  if (account === undefined || !agrees(claims, account, current)) return 'INVALID_TOKEN'
+  return null
+}
+
+/**
+ * What a new request with these verified claims would be refused with at
+ * `now` (epoch milliseconds), or its account: for an answer that lasts (the
+ * change stream), which must end once its token would no longer be accepted.
+ */
+export function tokenStandingNow(
+  claims: TokenClaims,
+  accounts: AccountDirectory,
+  current: CredentialsRule,
+  now: number,
+): { refused: 'TOKEN_EXPIRED' | 'SESSION_ENDED' | 'INVALID_TOKEN' } | { account: Account } {
+  if (typeof claims.exp !== 'number' || now >= claims.exp * 1000) return { refused: 'TOKEN_EXPIRED' }
+  const account = typeof claims.sub === 'string' ? accounts.peek(claims.sub) : undefined
+  const refused = standing(claims, account, accounts, current)
+  if (refused !== null || account === undefined) return { refused: refused ?? 'INVALID_TOKEN' }
+  return { account }
+}
+
 /**
  * The account an `Authorization` header admits without any asynchronous
  * step: its token verified before (in the cache), not logged out, and its
@@ -187,8 +212,9 @@ export interface Admitted {
 
 /** The claims and account when the claims were not logged out and name an account that agrees with them; else the refusal. */
 function admitted(claims: TokenClaims, account: Account | null, deps: AdmitDeps): Admitted {
-  if (loggedOut(claims, deps.accounts)) throw new ServiceError('SESSION_ENDED')
-  if (account === null || !agrees(claims, account, deps.current)) throw new ServiceError('INVALID_TOKEN')
+  const refused = standing(claims, account ?? undefined, deps.accounts, deps.current)
+  if (refused !== null) throw new ServiceError(refused)
+  if (account === null) throw new ServiceError('INVALID_TOKEN')
   return { claims, account }
 }
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneF
 import fp from 'fastify-plugin'
 import { ServiceError } from '../../domain/errors.js'
 import { permissionName, type PermissionDeclaration } from '../../domain/permissions.js'
-import { homeDomain, type PrincipalType } from '../../domain/principals.js'
+import { homeDomain, type Account, type PrincipalType } from '../../domain/principals.js'
 import type { PermissionEngine } from '../../engine/engine.js'
 import { asArray } from './authentication.js'
 
@@ -22,6 +22,12 @@ declare module 'fastify' {
  * asks the engine (root bypass, then Casbin) in the caller's home domain.
  * Runs right after authentication, before the body is validated.
  */
+/** The refusal of a caller that does not hold `permission` in its home domain (now: the engine reflects the latest revision), or null. */
+export function permissionRefusal(engine: PermissionEngine, account: Account, permission: PermissionDeclaration): ServiceError | null {
+  if (engine.decide(account, homeDomain(account), permission.obj, permission.act)) return null
+  return new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) })
+}
+
 const authorizationPlugin: FastifyPluginAsync<{ engine: PermissionEngine }> = async (app, { engine }) => {
   // Each route gets its own guard when it is declared, with its permission
   // already read; routes that declare nothing get no guard.
@@ -34,8 +40,9 @@ const authorizationPlugin: FastifyPluginAsync<{ engine: PermissionEngine }> = as
       if (principalTypes !== undefined && !principalTypes.includes(account.principal_type)) {
         return done(new ServiceError('PRINCIPAL_TYPE_DENIED', { principal_type: account.principal_type }))
       }
-      if (permission !== undefined && !engine.decide(account, homeDomain(account), permission.obj, permission.act)) {
-        return done(new ServiceError('PERMISSION_DENIED', { permission: permissionName(permission) }))
+      if (permission !== undefined) {
+        const refusal = permissionRefusal(engine, account, permission)
+        if (refusal !== null) return done(refusal)
       }
       if (anyPermission !== undefined && !anyPermission.some((p) => engine.decide(account, homeDomain(account), p.obj, p.act))) {
         return done(new ServiceError('PERMISSION_DENIED', { permission: anyPermission.map(permissionName).join(' | ') }))
