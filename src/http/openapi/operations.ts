@@ -339,6 +339,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     errors: ['DECISION_CURSOR_INVALID'],
   },
 
+  'GET /v2/admin/model/shadow': {
+    operationId: 'shadow-model-summary',
+    summary: "The shadow model's comparisons with the live one since this server started.",
+    description:
+      'System-owner callers. `enabled: false` says why no decision is compared (none configured, or refused at start with its reason); otherwise the decisions compared and, per pair, the disagreements with up to five decision ids. Counts are per server and start again at each start.',
+    returns: 'the shadow summary',
+    data: 'ShadowSummary',
+    errors: [],
+  },
+
   'GET /v2/admin/changes': {
     operationId: 'list-changes',
     summary: 'List the committed changes decisions depend on after a revision, oldest first.',
