@@ -196,6 +196,11 @@ for (const mode of ['denies', 'all'] as const) {
   servers.push(logged)
   targets.push({ name: `GET /v2/authz/check, DECISION_LOG=${mode}, file sink`, server: logged, path: CHECK_PATH, status: 200 })
 }
+// The check with a shadow model comparing every decision (SHADOW_SAMPLE=1): the edited model, which answers as the shipped one.
+const shadowModel = writeEditedModel()
+const shadowed = await serve(1_000, small.store.schema, { SHADOW_MODEL_PATH: shadowModel.path, SHADOW_SAMPLE: '1' })
+servers.push(shadowed)
+targets.push({ name: 'GET /v2/authz/check, a shadow model comparing every decision', server: shadowed, path: CHECK_PATH, status: 200 })
 let huge: InProcess | null = null
 if (postgresUrl !== undefined && !QUICK) {
   huge = await inProcess(1_000_000, false)
@@ -250,6 +255,7 @@ try {
 } finally {
   for (const server of servers) await server.stop()
   rmSync(logDir, { recursive: true, force: true })
+  shadowModel.remove()
 }
 await profileRoute(1_000, small.store.schema, 'GET /v2/authz/check', { path: CHECK_PATH, status: 200 })
 await profileRoute(1_000, small.store.schema, 'POST /v2/authz/check-batch, 100 checks', { path: '/v2/authz/check-batch', method: 'POST', body: BATCH, status: 200 })
@@ -273,7 +279,7 @@ if (!QUICK) {
   }
 }
 
-// The shadow model's compare() per decision, in process (the HTTP row waits for the decision pipeline to call it).
+// The shadow model's compare() per decision, in process (its HTTP row is in the table above).
 const shadowLines = ['', 'Shadow model, in process (`npm run bench:shadow`):', '', scriptTable('./shadow.ts')]
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU'
