@@ -16,7 +16,7 @@ import { decisionEvent } from '../support/decisionEvents.js'
 import { listeningWithClerk } from '../support/gatewayClerk.js'
 import { eventually } from '../support/eventually.js'
 
-const account = { id: '00000000-0000-4000-8000-000000000001', principal_type: 'merchant', merchant_id: 'm1', sub_role_code: 'clerk' }
+const account = { id: '00000000-0000-4000-8000-000000000001', principal_type: 'merchant' as const, merchant_id: 'm1', sub_role_code: 'clerk' }
 
 const lines = (path: string): DecisionEvent[] =>
   readFileSync(path, 'utf8')
