@@ -26,8 +26,12 @@ interface RuleSource {
   decidingRule(): string[] | null
 }
 
-/** A reason beyond the evaluation's codes: forward auth with no pair to ask about. */
-export type DecisionOutcome = ReasonCode | 'no_route'
+/**
+ * A reason beyond the evaluation's codes, a refusal made before any rule
+ * was read: forward auth with no pair to ask about, or a policy that could
+ * not be confirmed current.
+ */
+export type DecisionOutcome = ReasonCode | 'no_route' | 'stale_policy'
 
 /**
  * A decision as the hot path hands it over: references to what the request
@@ -109,7 +113,7 @@ export class DecisionRecorder {
     method?: string,
     path?: string,
   ): void {
-    const rule = outcome !== 'no_route' && namesARow(outcome) ? this.rules.decidingRule() : null
+    const rule = typeof outcome === 'number' && namesARow(outcome) ? this.rules.decidingRule() : null
     this.pending.push({ source, id, subject, caller, domain, obj, act, outcome, rule, requestId, peer, forwardedFor, method, path })
     this.at.push(performance.timeOrigin + performance.now())
     this.revisions.push(this.revision())
@@ -128,15 +132,17 @@ export class DecisionRecorder {
     this.revisions = []
     for (let i = 0; i < pending.length; i++) {
       const decision = pending[i] as Pending
-      const allowed = decision.outcome !== 'no_route' && allows(decision.outcome)
+      const { outcome } = decision
+      const allowed = typeof outcome === 'number' && allows(outcome)
       const reason: DecisionReason =
-        decision.outcome === 'no_route'
-          ? { kind: 'no_route' }
+        typeof outcome === 'string'
+          ? { kind: outcome }
           : decision.rule === null
-            ? { kind: REASON_NAMES[decision.outcome] }
-            : { kind: REASON_NAMES[decision.outcome], rule: decision.rule }
+            ? { kind: REASON_NAMES[outcome] }
+            : { kind: REASON_NAMES[outcome], rule: decision.rule }
+      // A refusal made before any rule was read asked the live model nothing to compare.
       const shadow =
-        this.shadow === null || decision.outcome === 'no_route'
+        this.shadow === null || typeof outcome === 'string'
           ? null
           : this.shadow.compare({ account: decision.subject, domain: decision.domain, obj: decision.obj, act: decision.act, allowed, reason }, decision.id)
       if (!this.keeps(allowed, shadow !== null)) continue

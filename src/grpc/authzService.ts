@@ -1,10 +1,11 @@
 import { Metadata, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js'
-import { checkPermission, checkPermissions, checkSubject, type CheckContext, type CheckQuery } from '../commands/permissionQueries.js'
+import { checkPermission, checkPermissions, checkSubject, type CheckContext, type CheckQuery, type OnDecision } from '../commands/permissionQueries.js'
 import { ServiceError } from '../domain/errors.js'
 import { UUID_PATTERN, isDomainName, isPermissionPart } from '../domain/identifiers.js'
-import type { Account } from '../domain/principals.js'
+import { homeDomain, type Account } from '../domain/principals.js'
 import type { Localizer } from '../i18n/index.js'
-import type { OnDecision } from './decisions.js'
+import type { DecisionRecorder } from '../decisionLog/recorder.js'
+import { admit, grpcHandOver, grpcRefusal, } from './decisions.js'
 import { errorCodeOf, grpcError } from './status.js'
 
 /** aps.authz.v1 messages (proto/aps/authz/v1/authz.proto). */
@@ -31,7 +32,8 @@ export interface AuthzServiceOptions {
   authenticate: (header: string | undefined) => Account | Promise<Account>
   localizer: Localizer
   decisionId: () => string
-  onDecision?: OnDecision | undefined
+  /** Where each decision is handed after its evaluation (the decision log). */
+  recorder: DecisionRecorder
 }
 
 /** A question as check reads it, or the field that is malformed (answered as HTTP's validation answers it, `100`). */
@@ -51,6 +53,16 @@ function userId(value: string | undefined): string | undefined {
   return value
 }
 
+/** A stale Check's pair when the request names a well-formed one (the domain defaults to the caller's home). */
+function stalePair(request: unknown, caller: Account): { domain: string; obj: string; act: string } | undefined {
+  try {
+    const query = question(request as CheckItem, '')
+    return { domain: query.domain ?? homeDomain(caller), obj: query.obj, act: query.act }
+  } catch {
+    return undefined
+  }
+}
+
 function firstValue(metadata: Metadata, key: string): string | undefined {
   const value = metadata.get(key)[0]
   return typeof value === 'string' ? value : undefined
@@ -63,59 +75,61 @@ function firstValue(metadata: Metadata, key: string): string | undefined {
  * status, with the localised text and the response code.
  */
 export function authzService(options: AuthzServiceOptions): UntypedServiceImplementation {
-  const { ctx, replica, authenticate, localizer, decisionId } = options
-  const record = options.onDecision ?? (() => undefined)
+  const { ctx, replica, authenticate, localizer, decisionId, recorder } = options
 
-  /** Runs one call: fail closed when stale, admit the caller, answer, or refuse with the error's status. */
-  const serve = <Req, Res>(answer: (request: Req, caller: Account, id: string) => Res) => {
+  /**
+   * Runs one call: fail closed when stale, admit the caller, answer, or
+   * refuse with the error's status. `answer` is handed the decision log's
+   * onDecision, undefined when the log wants nothing.
+   */
+  const serve = <Req, Res>(batch: boolean, answer: (request: Req, caller: Account, id: string, log: ((subject: Account) => OnDecision) | undefined) => Res) => {
     return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const id = decisionId()
       const metadata = new Metadata()
       metadata.set('x-decision-id', id)
       metadata.set('x-policy-revision', replica.revisionText)
       call.sendMetadata(metadata)
+      // Nothing is built for the log unless it wants decisions at all.
+      const logs = recorder.wants(false)
       const refuse = (error: unknown): void => {
         const { code, params } = errorCodeOf(error)
         const t = localizer.translator(localizer.negotiate(undefined, firstValue(call.metadata, 'accept-language')))
         callback(grpcError(code, t, params))
       }
-      const run = (caller: Account): void => {
-        try {
-          callback(null, answer(call.request, caller, id))
-        } catch (error) {
-          refuse(error)
-        }
+      const authorization = firstValue(call.metadata, 'authorization')
+      if (replica.isStale()) {
+        refuse(new ServiceError('POLICY_STALE'))
+        // Logged after the answer, about the caller: the user it asked about is not looked up on a policy not confirmed current.
+        if (logs) admit(authenticate, authorization, (caller) => grpcRefusal(recorder, caller, { source: 'grpc_check', decisionId: id, batch, caller, call }, 'stale_policy', batch ? undefined : stalePair(call.request, caller)))
+        return
       }
-      if (replica.isStale()) return refuse(new ServiceError('POLICY_STALE'))
-      let admitted: Account | Promise<Account>
-      try {
-        admitted = authenticate(firstValue(call.metadata, 'authorization'))
-      } catch (error) {
-        return refuse(error)
-      }
-      if (admitted instanceof Promise) admitted.then(run, refuse)
-      else run(admitted)
+      admit(
+        authenticate,
+        authorization,
+        (caller) => {
+          try {
+            callback(null, answer(call.request, caller, id, logs ? (subject) => grpcHandOver(recorder, subject, { source: 'grpc_check', decisionId: id, batch, caller, call }) : undefined))
+          } catch (error) {
+            refuse(error)
+          }
+        },
+        refuse,
+      )
     }
   }
 
-  const Check = serve<CheckRequest, { allowed: boolean; decision_id: string }>((request, caller, id) => {
+  const Check = serve<CheckRequest, { allowed: boolean; decision_id: string }>(false, (request, caller, id, log) => {
     const query = question(request, '')
     const subject = checkSubject(ctx, { account: caller, ip: null }, userId(request.user_id))
-    const allowed = checkPermission(ctx, subject, query)
-    record({ decisionId: id, source: 'grpc_check', subject, ...(subject === caller ? {} : { callerId: caller.id }), ...query, domain: query.domain ?? '', allowed })
-    return { allowed, decision_id: id }
+    return { allowed: checkPermission(ctx, subject, query, log?.(subject)), decision_id: id }
   })
 
-  const CheckBatch = serve<CheckBatchRequest, { results: ReturnType<typeof checkPermissions>; decision_id: string }>((request, caller, id) => {
+  const CheckBatch = serve<CheckBatchRequest, { results: ReturnType<typeof checkPermissions>; decision_id: string }>(true, (request, caller, id, log) => {
     const checks = request.checks ?? []
     if (checks.length < 1 || checks.length > MAX_CHECKS) throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'checks', message: checks.length < 1 ? 'minItems' : 'maxItems' }])
     const queries = checks.map((item, i) => question(item, `checks.${i}.`))
     const subject = checkSubject(ctx, { account: caller, ip: null }, userId(request.user_id))
-    const results = checkPermissions(ctx, subject, queries)
-    results.forEach((result, i) =>
-      record({ decisionId: `${id}.${i}`, source: 'grpc_check', subject, ...(subject === caller ? {} : { callerId: caller.id }), ...result }),
-    )
-    return { results, decision_id: id }
+    return { results: checkPermissions(ctx, subject, queries, log?.(subject)), decision_id: id }
   })
 
   return { Check, CheckBatch } as UntypedServiceImplementation

@@ -5,7 +5,8 @@ import { homeDomain, type Account } from '../domain/principals.js'
 import { mappedPair, type RouteMap } from '../domain/routeMap.js'
 import type { Localizer } from '../i18n/index.js'
 import { errorBody } from '../i18n/errorBody.js'
-import type { GrpcDecision, OnDecision } from './decisions.js'
+import type { DecisionRecorder } from '../decisionLog/recorder.js'
+import { admit, grpcHandOver, grpcRefusal, type GrpcAsked } from './decisions.js'
 import { errorCodeOf, grpcStatus } from './status.js'
 
 /** envoy.service.auth.v3.CheckRequest, as far as the service reads it (proto/envoy/service/auth/v3/). */
@@ -37,7 +38,12 @@ export interface ExtAuthzOptions {
   authenticate: (header: string | undefined) => Account | Promise<Account>
   localizer: Localizer
   decisionId: () => string
-  onDecision?: OnDecision | undefined
+  /** Where each decision is handed after its evaluation (the decision log). */
+  recorder: DecisionRecorder
+}
+
+function asked(decisionId: string, call: GrpcAsked['call'], headers: Record<string, string>, method: string | undefined, path: string | undefined): GrpcAsked {
+  return { source: 'ext_authz', decisionId, batch: false, caller: null, call, headers, method, path }
 }
 
 function header(key: string, value: string): HeaderValueOption {
@@ -53,8 +59,7 @@ function header(key: string, value: string): HeaderValueOption {
  * `failure_mode_allow` lets a failed call through, and a refusal must not be.
  */
 export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImplementation {
-  const { ctx, routeMap, replica, authenticate, localizer, decisionId } = options
-  const record = options.onDecision ?? (() => undefined)
+  const { ctx, routeMap, replica, authenticate, localizer, decisionId, recorder } = options
 
   const ok = (account: Account, id: string): CheckResponse => ({
     status: { code: status.OK },
@@ -89,37 +94,42 @@ export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImpleme
     const acceptLanguage = headers['accept-language']
     const method = http?.method
     const path = http?.path
-    const answer = (response: CheckResponse, decision: Omit<GrpcDecision, 'decisionId' | 'source' | 'method' | 'path'>): void => {
-      callback(null, response)
-      record({ decisionId: id, source: 'ext_authz', ...decision, ...(method === undefined ? {} : { method }), ...(path === undefined ? {} : { path }) })
+    // Nothing is built for the log unless it wants decisions at all.
+    const logs = recorder.wants(false)
+    if (replica.isStale()) {
+      callback(null, denied('POLICY_STALE', {}, acceptLanguage, id))
+      // Logged after the answer: who asked, and the pair the route map would have asked about.
+      if (logs) admit(authenticate, headers.authorization, (account) => grpcRefusal(recorder, account, asked(id, call, headers, method, path), 'stale_policy', staleAsk(account, method, path)))
+      return
     }
-    if (replica.isStale()) return answer(denied('POLICY_STALE', {}, acceptLanguage, id), { subject: null, allowed: false, refusal: 'stale_policy' })
     if (method === undefined || method === '' || path === undefined || path === '') {
-      return answer(denied('EXT_AUTHZ_REQUEST_INCOMPLETE', {}, acceptLanguage, id), { subject: null, allowed: false, refusal: 'incomplete_request' })
+      return callback(null, denied('EXT_AUTHZ_REQUEST_INCOMPLETE', {}, acceptLanguage, id))
     }
     const decide = (account: Account): void => {
       const ask = mappedPair(routeMap, method, path)
-      if (ask === null) return answer(denied('PERMISSION_DENIED', { permission: 'unknown' }, acceptLanguage, id), { subject: account, allowed: false, refusal: 'no_route' })
-      if ('ambiguous' in ask) {
-        return answer(denied('ORIGINAL_PATH_AMBIGUOUS', { reason: ask.ambiguous }, acceptLanguage, id), { subject: account, allowed: false, refusal: 'ambiguous_path' })
+      if (ask === null || 'ambiguous' in ask) {
+        callback(
+          null,
+          ask === null
+            ? denied('PERMISSION_DENIED', { permission: 'unknown' }, acceptLanguage, id)
+            : denied('ORIGINAL_PATH_AMBIGUOUS', { reason: ask.ambiguous }, acceptLanguage, id),
+        )
+        if (logs) grpcRefusal(recorder, account, asked(id, call, headers, method, path), 'no_route')
+        return
       }
-      const allowed = forwardAuthAllows(ctx, account, ask)
-      const pair = { obj: ask.obj, act: ask.act, domain: ask.domain ?? homeDomain(account) }
-      if (allowed) return answer(ok(account, id), { subject: account, allowed, ...pair })
-      answer(denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, acceptLanguage, id), { subject: account, allowed, ...pair })
+      const allowed = forwardAuthAllows(ctx, account, ask, logs ? grpcHandOver(recorder, account, asked(id, call, headers, method, path)) : undefined)
+      callback(null, allowed ? ok(account, id) : denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, acceptLanguage, id))
     }
-    const refuse = (error: unknown): void => {
+    admit(authenticate, headers.authorization, decide, (error) => {
       const { code, params } = errorCodeOf(error)
-      answer(denied(code, params, acceptLanguage, id), { subject: null, allowed: false, refusal: 'unauthenticated' })
-    }
-    let admitted: Account | Promise<Account>
-    try {
-      admitted = authenticate(headers.authorization)
-    } catch (error) {
-      return refuse(error)
-    }
-    if (admitted instanceof Promise) admitted.then(decide, refuse)
-    else decide(admitted)
+      callback(null, denied(code, params, acceptLanguage, id))
+    })
+  }
+
+  /** The pair a stale refusal would have asked about, when the route map names one. */
+  const staleAsk = (account: Account, method: string | undefined, path: string | undefined): { domain: string; obj: string; act: string } | undefined => {
+    const ask = method === undefined || path === undefined ? null : mappedPair(routeMap, method, path)
+    return ask === null || 'ambiguous' in ask ? undefined : { domain: ask.domain ?? homeDomain(account), obj: ask.obj, act: ask.act }
   }
 
   return { Check } as UntypedServiceImplementation

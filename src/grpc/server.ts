@@ -9,12 +9,13 @@ import {
   type ServerInterceptor,
 } from '@grpc/grpc-js'
 import type { CheckContext } from '../commands/permissionQueries.js'
+import { nextDecisionId } from '../decisionLog/decisionId.js'
+import type { DecisionRecorder } from '../decisionLog/recorder.js'
 import type { GrpcConfig } from '../config.js'
 import type { Account } from '../domain/principals.js'
 import type { RouteMap } from '../domain/routeMap.js'
 import type { Localizer } from '../i18n/index.js'
 import { authzService } from './authzService.js'
-import { processDecisionIds, type OnDecision } from './decisions.js'
 import { extAuthzService } from './extAuthz.js'
 import { healthService } from './health.js'
 import { loadServiceProtos } from './protos.js'
@@ -35,10 +36,10 @@ export interface GrpcServerOptions {
   authenticate: (header: string | undefined) => Account | Promise<Account>
   localizer: Localizer
   readiness: () => Promise<'ready' | 'unavailable' | 'stale'>
-  /** Decision ids; by default this process's own. */
+  /** Decision ids; by default this process's own, as HTTP's (one sequence for both front ends). */
   decisionId?: () => string
-  /** Each gateway decision, after its answer (the decision log). */
-  onDecision?: OnDecision
+  /** Where each gateway decision is handed after its evaluation (the decision log, as the HTTP routes'). */
+  recorder: DecisionRecorder
   maxReceiveBytes?: number
 }
 
@@ -82,7 +83,7 @@ function requestDeadline(timeoutMs: number, localizer: Localizer): ServerInterce
 /** Builds the gRPC server, binds GRPC_PORT (cleartext HTTP/2, or TLS with GRPC_TLS_CERT/KEY) and starts serving. */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   const protos = loadServiceProtos()
-  const decisionId = options.decisionId ?? processDecisionIds()
+  const decisionId = options.decisionId ?? nextDecisionId
   const shared = { ...options, decisionId }
   const server = new Server({
     'grpc.max_receive_message_length': options.maxReceiveBytes ?? MAX_RECEIVE_BYTES,

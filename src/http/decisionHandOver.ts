@@ -51,7 +51,18 @@ export function handOver(recorder: DecisionRecorder, subject: Account, asked: As
 
 /** Forward auth that had no pair to ask about (nothing named one, no route matched, an ambiguous path): a `no_route` deny. */
 export function handOverNoRoute(recorder: DecisionRecorder, subject: Account, asked: AskedBy): void {
+  handOverRefusal(recorder, subject, asked, 'no_route')
+}
+
+/** A deny made before any rule was read: `no_route`, or `stale_policy` (with the pair the request named, when it named a well-formed one). */
+export function handOverRefusal(
+  recorder: DecisionRecorder,
+  subject: Account,
+  asked: AskedBy,
+  outcome: 'no_route' | 'stale_policy',
+  pair: { domain: string; obj: string; act: string } = { domain: '', obj: '', act: '' },
+): void {
   if (!recorder.wants(false)) return
   const { source, decisionId, caller, requestId, request, method, path } = asked
-  recorder.decided(source, decisionId, subject, caller, '', '', '', 'no_route', requestId, request.socket.remoteAddress, one(request.headers['x-forwarded-for']), method, path)
+  recorder.decided(source, decisionId, subject, caller, pair.domain, pair.obj, pair.act, outcome, requestId, request.socket.remoteAddress, one(request.headers['x-forwarded-for']), method, path)
 }

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
+import { acceptedClientRequestId } from '../domain/clientRequestId.js'
+
+export { acceptedClientRequestId }
 
 /**
  * This process's request ids: a random UUID's first 18 hex digits, drawn once
@@ -17,19 +20,6 @@ let issued = 0
 export function nextRequestId(): string {
   issued = (issued + 1) % COUNTER_SPAN
   return PROCESS_PREFIX + issued.toString(16).padStart(12, '0')
-}
-
-/**
- * A client's `x-request-id` is taken only when it is a short token of safe
- * characters: anything else (long, spaces, quotes, control or non-ASCII
- * characters) is ignored rather than cleaned, so logs never carry what a
- * client chose to smuggle in.
- */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
-
-/** The client's request id when it is acceptable, else undefined. */
-export function acceptedClientRequestId(header: string | string[] | undefined): string | undefined {
-  return typeof header === 'string' && CLIENT_REQUEST_ID.test(header) ? header : undefined
 }
 
 /**

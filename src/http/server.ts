@@ -90,6 +90,7 @@ export function startGrpc(config: Config, service: Service, replace: Partial<Grp
     authenticate: headerAuthenticator({ config, accounts: service.accounts }),
     localizer: createLocalizer(config.defaultLocale),
     readiness: service.readiness,
+    recorder: service.decisionLog,
     ...replace,
   })
 }

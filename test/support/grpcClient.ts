@@ -3,7 +3,7 @@
  * as any client would be, against a gRPC server started on a free port for
  * one test's service.
  */
-import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js'
+import { credentials, makeGenericClientConstructor, Metadata, type ChannelCredentials, type Client, type ServiceClientConstructor, type ServiceError } from '@grpc/grpc-js'
 import { loadPackageDefinition } from '@grpc/grpc-js'
 import { loadSync } from '@grpc/proto-loader'
 import { fileURLToPath } from 'node:url'
@@ -73,11 +73,11 @@ export async function startTestGrpc(t: Teardown, service: Service, options: Part
 
 export type GrpcClients = Omit<GrpcHarness, 'server'>
 
-/** Clients of the three services at an address (a server in this process or another). */
-export function grpcClients(t: Teardown, address: string): GrpcClients {
+/** Clients of the three services at an address (a server in this process or another); cleartext unless `channel` says otherwise. */
+export function grpcClients(t: Teardown, address: string, channel: ChannelCredentials = credentials.createInsecure()): GrpcClients {
   const client = (path: string | ServiceClientConstructor): Client => {
     const Ctor = typeof path === 'string' ? constructor(path) : path
-    const c = new Ctor(address, credentials.createInsecure())
+    const c = new Ctor(address, channel)
     t.teardown(() => c.close())
     return c
   }

@@ -12,6 +12,8 @@ declare module 'fastify' {
     minRevisionInBody?: boolean
     /** The query string is a proxied client's, not a request to this service: `min_revision` there is not ours. */
     foreignQuery?: boolean
+    /** A decision route's refusal on a stale policy, told before the 503 is answered (the decision log's `stale_policy` event, the answer's decision id). */
+    onStaleRefusal?: (request: FastifyRequest, reply: FastifyReply) => void
   }
 }
 
@@ -88,19 +90,28 @@ const revisionPlugin: FastifyPluginAsync<RevisionOptions> = async (app, { replic
     awaitRevision(min, done)
   }
 
-  const failClosed = (_request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    done(replica.isStale() ? new ServiceError('POLICY_STALE') : undefined)
-  }
-
-  // A decision route that also reads min_revision gets both checks in one hook: the gateway's path pays one call.
-  const failClosedThenQuery = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    if (replica.isStale()) return done(new ServiceError('POLICY_STALE'))
-    fromQuery(request, reply, done)
+  // One pair of hooks per route, made when it is declared: the request pays no look-up of its route's config.
+  const failClosedHooks = (onStale: ((request: FastifyRequest, reply: FastifyReply) => void) | undefined) => {
+    const refuseStale = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+      onStale?.(request, reply)
+      done(new ServiceError('POLICY_STALE'))
+    }
+    const failClosed = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+      if (replica.isStale()) return refuseStale(request, reply, done)
+      done()
+    }
+    // A decision route that also reads min_revision gets both checks in one hook: the gateway's path pays one call.
+    const failClosedThenQuery = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+      if (replica.isStale()) return refuseStale(request, reply, done)
+      fromQuery(request, reply, done)
+    }
+    return { failClosed, failClosedThenQuery }
   }
 
   app.addHook('onRoute', (route) => {
     const { failClosed: stale, minRevisionFromQuery: query, minRevisionFromBody: body } = revisionChecks(route)
-    const hook = stale && query ? failClosedThenQuery : stale ? failClosed : query ? fromQuery : null
+    const closed = stale ? failClosedHooks(route.config?.onStaleRefusal) : null
+    const hook = closed !== null ? (query ? closed.failClosedThenQuery : closed.failClosed) : query ? fromQuery : null
     if (hook !== null) route.onRequest = [...asArray(route.onRequest), hook]
     if (body) route.preHandler = [...asArray(route.preHandler), fromBody]
   })

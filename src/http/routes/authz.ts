@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Account } from '../../domain/principals.js'
+import { homeDomain, type Account } from '../../domain/principals.js'
 import { isDomainName, isPermissionPart } from '../../domain/identifiers.js'
 import { ServiceError } from '../../domain/errors.js'
 import { mappedPair, type ForwardAuthAsk, type RouteMap } from '../../domain/routeMap.js'
@@ -9,7 +9,8 @@ import type { ServiceMetrics } from '../serviceMetrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
 import { checkPermission, checkPermissions, checkSubject, forwardAuthAllows, type CheckContext } from '../../commands/permissionQueries.js'
 import type { DecisionRecorder } from '../../decisionLog/recorder.js'
-import { handOver, handOverNoRoute, originalRequest, type AskedBy } from '../decisionHandOver.js'
+import type { DecisionSource } from '../../decisionLog/event.js'
+import { handOver, handOverNoRoute, handOverRefusal, originalRequest, type AskedBy } from '../decisionHandOver.js'
 import { echoedRequestId } from '../requestId.js'
 import { success } from '../envelope.js'
 import { DECISION_ID_HEADER, nextDecisionId } from '../../decisionLog/decisionId.js'
@@ -97,6 +98,40 @@ function answerForwardAuth(request: FastifyRequest, reply: FastifyReply, account
   reply.send()
 }
 
+/** A query parameter as text, when it was sent once (the query is not validated yet where a stale policy is refused). */
+function text(query: unknown, name: string): string | undefined {
+  const value = (query as Record<string, unknown> | undefined)?.[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+/** The pair a request names in its query, unvalidated. */
+function queryPair(request: FastifyRequest): ForwardAuthAsk {
+  const { query } = request
+  const obj = text(query, 'obj')
+  const act = text(query, 'act')
+  return obj === undefined || act === undefined ? null : { obj, act, domain: text(query, 'domain') }
+}
+
+/**
+ * A decision route's refusal on a policy not confirmed current, as a
+ * decision: the answer's decision id, and a `stale_policy` event about the
+ * caller (the user a check asks about is not looked up on such a policy)
+ * with the pair the request names when it is well-formed (validation has
+ * not run yet; a batch's body is not read yet, so it names none).
+ */
+function staleRefusal(recorder: DecisionRecorder, source: DecisionSource, pairOf: (request: FastifyRequest) => ForwardAuthAsk, original?: (request: FastifyRequest) => { method: string | undefined; path: string | undefined }) {
+  return (request: FastifyRequest, reply: FastifyReply): void => {
+    const decisionId = nextDecisionId()
+    reply.header(DECISION_ID_HEADER, decisionId)
+    if (!recorder.wants(false)) return
+    const account = callerOf(request).account
+    const ask = pairOf(request)
+    const named = ask !== null && !('ambiguous' in ask) && isPermissionPart(ask.obj) && isPermissionPart(ask.act) && (ask.domain === undefined || isDomainName(ask.domain))
+    const asked: AskedBy = { source, decisionId, caller: null, requestId: echoedRequestId(request), request: request.raw, ...original?.(request) }
+    handOverRefusal(recorder, account, asked, 'stale_policy', named ? { domain: ask.domain ?? homeDomain(account), obj: ask.obj, act: ask.act } : undefined)
+  }
+}
+
 export interface AuthzRouteOptions {
   ctx: CheckContext
   /** Gateway decisions by outcome, for /metrics (explanations are not decisions). */
@@ -112,7 +147,15 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
   app.get(
     '/v2/authz/verify',
     {
-      config: { failClosedWhenStale: true },
+      config: {
+        failClosedWhenStale: true,
+        onStaleRefusal: staleRefusal(
+          recorder,
+          'verify',
+          (request) => forwardAuthPair({ obj: text(request.query, 'obj'), act: text(request.query, 'act'), domain: text(request.query, 'domain') }, request.headers, routeMap),
+          (request) => originalRequest(request.headers),
+        ),
+      },
       schema: {
         tags: ['authz'],
         security: bearer,
@@ -137,7 +180,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
   app.get(
     '/v2/authz/check',
     {
-      config: { failClosedWhenStale: true },
+      config: { failClosedWhenStale: true, onStaleRefusal: staleRefusal(recorder, 'check', queryPair) },
       schema: {
         tags: ['authz'],
         security: bearer,
@@ -170,7 +213,16 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
   app.route({
     method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     url: '/v2/authz/verify/*',
-    config: { failClosedWhenStale: true, foreignQuery: true },
+    config: {
+      failClosedWhenStale: true,
+      foreignQuery: true,
+      onStaleRefusal: staleRefusal(
+        recorder,
+        'ext_authz',
+        (request) => mappedPair(routeMap, request.method, request.url.slice(VERIFY_PREFIX.length)),
+        (request) => ({ method: request.method, path: request.url.slice(VERIFY_PREFIX.length) }),
+      ),
+    },
     schema: {
       // OpenAPI has no wildcard paths: docs/operations.md and gateway/ document this form.
       hide: true,
@@ -195,7 +247,7 @@ export const authzRoutes: FastifyPluginAsyncTypebox<AuthzRouteOptions> = async (
   app.post(
     '/v2/authz/check-batch',
     {
-      config: { failClosedWhenStale: true, minRevisionInBody: true },
+      config: { failClosedWhenStale: true, minRevisionInBody: true, onStaleRefusal: staleRefusal(recorder, 'check_batch', () => null) },
       schema: {
         tags: ['authz'],
         security: bearer,
