@@ -9,14 +9,15 @@ import t, { type Test } from 'tap'
 import { planRoleChange } from '../../src/commands/changeRolePermission.js'
 import { runPlanned } from '../../src/commands/plannedChange.js'
 import { verifyAudit } from '../../src/commands/verifyAudit.js'
-import type { WriteQueue } from '../../src/commands/writeQueue.js'
+import { WriteQueue } from '../../src/commands/writeQueue.js'
 import { ServiceError } from '../../src/domain/errors.js'
-import { StorageUnavailableError, type Queryable } from '../../src/storage/db.js'
+import { StorageUnavailableError, type Database, type Queryable } from '../../src/storage/db.js'
 import { currentRevision } from '../../src/storage/revision.js'
 import { backend, buildTestApp, register, type TestApp } from '../helper.js'
 import { eventually } from '../support/eventually.js'
 import { roleCommand, userCommand } from '../support/permissionCommands.js'
 
+const roleRule = (role: string) => [role, 'global', 'reports', 'read', 'allow']
 const nothing = { changed: false, audit: [], changes: [], result: null }
 
 /**
@@ -46,7 +47,6 @@ async function queued(writes: WriteQueue, count: number): Promise<void> {
   if (!(await eventually(() => writes.waiting >= count))) throw new Error(`${writes.waiting} writes queued, not ${count}`)
 }
 
-const roleRule = (role: string) => [role, 'global', 'reports', 'read', 'allow']
 const stored = async (ta: TestApp, rule: string[]) =>
   (await ta.service.db.query('SELECT 1 FROM casbin_rule WHERE ptype = $1 AND v0 = $2 AND v1 = $3 AND v2 = $4 AND v3 = $5 AND v4 = $6', ['p', ...rule])).rows.length === 1
 const auditCount = async (ta: TestApp, action: string) =>
@@ -196,3 +196,47 @@ t.test('the database out of reach mid-transaction: every write of it fails, noth
   const after = await roleCommand(ta, 'grant', 'lost_a', { obj: 'reports', act: 'read', domain: 'global' })
   t.equal(after.statusCode, 200, 'the next write goes through')
 })
+
+/** The service's store, with the COMMIT of its `faulty`th transaction answered by a dropped connection: after it landed, or instead of it. */
+function unansweredCommit(db: Database, faulty: number, landed: boolean): Database {
+  let count = 0
+  return Object.assign(Object.create(db) as Database, {
+    async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+      if (++count !== faulty) return db.transaction(work)
+      const lost = new Error('rolled back: the COMMIT never reached the server')
+      try {
+        await db.transaction(async (tx) => {
+          await work(tx)
+          if (!landed) throw lost
+        })
+      } catch (error) {
+        if (error !== lost) throw error
+      }
+      throw new StorageUnavailableError(new Error('Connection terminated'), Date.now())
+    },
+  })
+}
+
+for (const landed of [true, false]) {
+  t.test(`a shared transaction whose COMMIT went unanswered and ${landed ? 'landed' : 'did not land'}: every write of it is settled alike`, async (t) => {
+    const ta = await buildTestApp(t)
+    const ctx = ta.service
+    const writes = new WriteQueue(unansweredCommit(ctx.db, 2, landed), ctx.replica, 1000)
+    const caller = { account: ta.root, ip: null }
+    const roles = ['settled_0', 'settled_1', 'settled_2', 'settled_3']
+    const planned = await Promise.all(roles.map((role) => planRoleChange(ctx, caller, role, { obj: 'reports', act: 'read', domain: 'global' }, 'grant')))
+    const before = await currentRevision(ctx.db)
+    // The first goes alone; the other three queue behind it and share the second transaction, the faulty one.
+    const outcomes = await Promise.allSettled(planned.map((p) => runPlanned({ ...ctx, writes }, p, false)))
+    t.equal(outcomes[0]?.status, 'fulfilled', 'the first, alone, committed')
+    const shared = outcomes.slice(1)
+    if (landed) {
+      t.same(shared.map((o) => (o.status === 'fulfilled' ? o.value : null)), shared.map(() => ({ changed: true, revision: before + 2 })), 'each answers its own outcome at the shared revision')
+      t.ok(roles.every((role) => ctx.engine.policy.hasPolicy(roleRule(role)) === true), 'memory holds them all')
+    } else {
+      t.ok(shared.every((o) => o.status === 'rejected' && o.reason instanceof StorageUnavailableError), 'each answers the database out of reach')
+      t.equal(await currentRevision(ctx.db), before + 1, 'only the first made a revision')
+      t.same(roles.slice(1).filter((role) => ctx.engine.policy.hasPolicy(roleRule(role)) === true), [], 'memory holds none of them')
+    }
+  })
+}
