@@ -43,7 +43,9 @@ export interface RunOptions {
    * (group commit). Only for a write whose transaction reads the database
    * alone, never memory: memory takes a shared transaction's changes only
    * after its COMMIT, so a write that read memory would not see the earlier
-   * writes of its own transaction.
+   * writes of its own transaction. Its work may run twice (a transaction
+   * rolled back when another of its writes was refused, then run again), so
+   * it must do nothing but through `tx`.
    */
   shared?: boolean
 }
@@ -59,6 +61,11 @@ interface Queued {
 
 /** One write of a transaction: what its work planned, or why it was refused (its savepoint rolled back). */
 type Planned = { queued: Queued; planned: PlannedWrite<unknown> } | { queued: Queued; error: unknown }
+
+interface Committed {
+  planned: Planned[]
+  revision: number
+}
 
 /**
  * The one path every write takes: its rows, its audit entries, the revision
@@ -98,6 +105,8 @@ export class WriteQueue {
   private async drain(): Promise<void> {
     this.draining = true
     try {
+      // Requests read in the same turn of the event loop reach the queue before this: they share the first transaction too.
+      await new Promise<void>((resolve) => setImmediate(resolve))
       for (let batch = this.next(); batch.length > 0; batch = this.next()) await this.execute(batch)
     } finally {
       this.draining = false
@@ -114,15 +123,34 @@ export class WriteQueue {
     return batch
   }
 
-  /** Runs one transaction's writes and answers each; never throws. */
+  /**
+   * Runs one transaction's writes and answers each; never throws. Shared
+   * writes first run without savepoints (a round trip fewer each); when one
+   * is refused, that transaction is rolled back whole and the writes run
+   * again, each in a savepoint, so the refusal undoes that write alone.
+   */
   private async execute(batch: readonly Queued[]): Promise<void> {
-    const writeId = randomUUID()
-    let attempted: { planned: Planned[]; revision: number } | null = null
-    let outcome: { planned: Planned[]; revision: number }
+    let outcome: Committed
     try {
-      outcome = await this.db.transaction(async (tx) => {
+      outcome = await this.commit(batch, false).catch((error: unknown) => {
+        if (error !== ONE_REFUSED) throw error
+        return this.commit(batch, true)
+      })
+    } catch (error) {
+      for (const queued of batch) queued.reject(error)
+      return
+    }
+    await this.answer(outcome.planned, outcome.revision)
+  }
+
+  /** One transaction of `batch`: committed (or found committed after an unanswered COMMIT), or thrown. */
+  private async commit(batch: readonly Queued[], isolated: boolean): Promise<Committed> {
+    const writeId = randomUUID()
+    let attempted: Committed | null = null
+    try {
+      return await this.db.transaction(async (tx) => {
         const before = await lockRevision(tx)
-        const planned = await planAll(tx, batch)
+        const planned = await planAll(tx, batch, isolated)
         const changed = planned.flatMap((p) => ('planned' in p && p.planned.changed ? [p.planned] : []))
         if (changed.length === 0) return { planned, revision: before }
         const revision = await bumpRevision(tx)
@@ -137,14 +165,11 @@ export class WriteQueue {
         return attempted
       })
     } catch (error) {
-      if (!(error instanceof StorageUnavailableError) || error.inDoubtUntil === null || attempted === null || !(await this.settle(writeId, error.inDoubtUntil))) {
-        for (const queued of batch) queued.reject(error)
-        return
-      }
-      // The COMMIT went out unanswered, and the change-feed row says it landed.
-      outcome = attempted
+      if (!(error instanceof StorageUnavailableError) || error.inDoubtUntil === null || attempted === null) throw error
+      // The COMMIT went out and no answer came back: find out whether it landed before answering.
+      if (!(await this.settle(writeId, error.inDoubtUntil))) throw error
+      return attempted
     }
-    await this.answer(outcome.planned, outcome.revision)
   }
 
   /** After the commit: memory once for the whole transaction, then each write's own follow-up and answer, in order. */
@@ -193,26 +218,27 @@ export class WriteQueue {
   }
 }
 
+/** Thrown out of a shared transaction run without savepoints when one of its writes is refused: it is run again with them. */
+const ONE_REFUSED = new Error('a write of a shared transaction was refused')
+
 /**
  * Each write's work in queue order. A write alone runs as it always did: its
- * refusal rolls the transaction back. Writes sharing a transaction each run
- * in a savepoint, so a refusal undoes that write alone and the next one sees
- * exactly the rows of those before it. The database out of reach fails them
- * all: nothing of the transaction commits.
+ * refusal rolls the transaction back and answers it. Writes sharing a
+ * transaction run one after another, so each sees exactly the rows of those
+ * before it; `isolated`, each in a savepoint, so a refusal undoes that write
+ * alone; otherwise a refusal ends the attempt (ONE_REFUSED). The database out
+ * of reach fails them all: nothing of the transaction commits.
  */
-async function planAll(tx: Queryable, batch: readonly Queued[]): Promise<Planned[]> {
-  if (batch.length === 1) {
-    const queued = batch[0] as Queued
-    return [{ queued, planned: await queued.work(tx) }]
-  }
+async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolean): Promise<Planned[]> {
   const planned: Planned[] = []
   for (const queued of batch) {
     // One round trip per write: the previous write's savepoint is released as the next one is taken.
-    await tx.exec(planned.length === 0 ? 'SAVEPOINT shared_write' : 'RELEASE SAVEPOINT shared_write; SAVEPOINT shared_write')
+    if (isolated) await tx.exec(planned.length === 0 ? 'SAVEPOINT shared_write' : 'RELEASE SAVEPOINT shared_write; SAVEPOINT shared_write')
     try {
       planned.push({ queued, planned: await queued.work(tx) })
     } catch (error) {
-      if (isStorageUnavailable(error)) throw error
+      if (batch.length === 1 || isStorageUnavailable(error)) throw error
+      if (!isolated) throw ONE_REFUSED
       await tx.exec('ROLLBACK TO SAVEPOINT shared_write')
       planned.push({ queued, error })
     }
