@@ -78,9 +78,13 @@ export async function previewPlanned(ctx: Pick<CommandContext, 'engine' | 'db'>,
 /** A single command's answer: the preview for a dry run, else the change written through the write queue. */
 export async function runPlanned(ctx: CommandContext, planned: PlannedChange, dryRun: boolean | undefined): Promise<{ changed: boolean; revision: number; preview?: AccessPreview }> {
   if (dryRun === true) return previewPlanned(ctx, [planned])
-  const outcome = await ctx.writes.run(async (tx) => {
-    const written = await planned.write(tx)
-    return { changed: written.wrote, audit: written.audit, changes: written.changes, result: written.changed }
-  })
+  // Its transaction reads only the rows it writes (the checks ran above, on memory): it may share one with other single changes.
+  const outcome = await ctx.writes.run(
+    async (tx) => {
+      const written = await planned.write(tx)
+      return { changed: written.wrote, audit: written.audit, changes: written.changes, result: written.changed }
+    },
+    { shared: true },
+  )
   return { changed: outcome.result, revision: outcome.revision }
 }

@@ -5,8 +5,8 @@ import { changeItemsOf } from '../domain/changeItems.js'
 import { insertAudit, insertAudits } from '../storage/audit.js'
 import { recordChangeItems } from '../storage/changeItems.js'
 import { recordChange, writeCommitted } from '../storage/changes.js'
-import { StorageUnavailableError, type Database, type Queryable } from '../storage/db.js'
-import { bumpRevision, currentRevision } from '../storage/revision.js'
+import { StorageUnavailableError, isStorageUnavailable, type Database, type Queryable } from '../storage/db.js'
+import { bumpRevision, lockRevision } from '../storage/revision.js'
 import type { Replica } from '../replica/replica.js'
 
 /** What a write's transaction decided: whether it changed anything, its audit entries and what it changed. */
@@ -30,13 +30,57 @@ export interface WriteOutcome<T> {
 const SETTLE_RETRY_MS = 250
 
 /**
+ * The most writes one transaction takes. Each write of a shared transaction
+ * runs in a savepoint, and PostgreSQL keeps the ids of a transaction's first
+ * 64 subtransactions in shared memory: past that, every other session's
+ * snapshot reads pg_subtrans while the transaction runs.
+ */
+export const MAX_SHARED_WRITES = 64
+
+export interface RunOptions {
+  /**
+   * The write may share its transaction with other writes queued with it
+   * (group commit). Only for a write whose transaction reads the database
+   * alone, never memory: memory takes a shared transaction's changes only
+   * after its COMMIT, so a write that read memory would not see the earlier
+   * writes of its own transaction. Its work may run twice (a transaction
+   * rolled back when another of its writes was refused, then run again), so
+   * it must do nothing but through `tx`.
+   */
+  shared?: boolean
+}
+
+type Work<T> = (tx: Queryable) => Promise<PlannedWrite<T>>
+
+interface Queued {
+  work: Work<unknown>
+  shared: boolean
+  resolve: (outcome: WriteOutcome<unknown>) => void
+  reject: (error: unknown) => void
+}
+
+/** One write of a transaction: what its work planned, or why it was refused (its savepoint rolled back). */
+type Planned = { queued: Queued; planned: PlannedWrite<unknown> } | { queued: Queued; error: unknown }
+
+interface Committed {
+  planned: Planned[]
+  revision: number
+}
+
+/**
  * The one path every write takes: its rows, its audit entries, the revision
  * bump and its change-feed row in one transaction; then, only after the
- * commit, the same changes in memory. Writes of this process run one at a
- * time; the revision row lock orders them with every other replica's.
+ * commit, the same changes in memory. Writes of this process run one
+ * transaction at a time; the revision row lock orders them with every other
+ * replica's. Shared writes queued while a transaction is in flight go
+ * together in the next one (group commit): one after another, each in a
+ * savepoint of its own, so a refusal undoes that write alone; then one
+ * revision, their audit rows in queue order, one change-feed row, one
+ * COMMIT, memory once, and each caller gets its own outcome.
  */
 export class WriteQueue {
-  private tail: Promise<unknown> = Promise.resolve()
+  private readonly queue: Queued[] = []
+  private draining = false
 
   constructor(
     private readonly db: Database,
@@ -46,26 +90,77 @@ export class WriteQueue {
     private readonly changeRetentionDays = 7,
   ) {}
 
-  run<T>(work: (tx: Queryable) => Promise<PlannedWrite<T>>): Promise<WriteOutcome<T>> {
-    const next = this.tail.then(() => this.execute(work))
-    this.tail = next.catch(() => undefined)
-    return next
+  /** Writes queued behind the transaction in flight. */
+  get waiting(): number {
+    return this.queue.length
   }
 
-  private async execute<T>(work: (tx: Queryable) => Promise<PlannedWrite<T>>): Promise<WriteOutcome<T>> {
-    const writeId = randomUUID()
-    let attempted: { planned: PlannedWrite<T>; revision: number } | null = null
-    let outcome: { planned: PlannedWrite<T>; revision: number }
+  run<T>(work: Work<T>, options: RunOptions = {}): Promise<WriteOutcome<T>> {
+    return new Promise<WriteOutcome<T>>((resolve, reject) => {
+      this.queue.push({ work, shared: options.shared === true, resolve: resolve as Queued['resolve'], reject })
+      if (!this.draining) void this.drain()
+    })
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true
     try {
-      outcome = await this.db.transaction(async (tx) => {
-        const planned = await work(tx)
-        if (!planned.changed) return { planned, revision: await currentRevision(tx) }
+      // Requests read in the same turn of the event loop reach the queue before this: they share the first transaction too.
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      for (let batch = this.next(); batch.length > 0; batch = this.next()) await this.execute(batch)
+    } finally {
+      this.draining = false
+    }
+  }
+
+  /** The next transaction's writes: one that is not shared alone, else the shared ones at the head of the queue, in order. */
+  private next(): Queued[] {
+    const first = this.queue.shift()
+    if (first === undefined) return []
+    const batch = [first]
+    if (!first.shared) return batch
+    while (batch.length < MAX_SHARED_WRITES && this.queue[0]?.shared === true) batch.push(this.queue.shift() as Queued)
+    return batch
+  }
+
+  /**
+   * Runs one transaction's writes and answers each; never throws. Shared
+   * writes first run without savepoints (a round trip fewer each); when one
+   * is refused, that transaction is rolled back whole and the writes run
+   * again, each in a savepoint, so the refusal undoes that write alone.
+   */
+  private async execute(batch: readonly Queued[]): Promise<void> {
+    let outcome: Committed
+    try {
+      outcome = await this.commit(batch, false).catch((error: unknown) => {
+        if (error !== ONE_REFUSED) throw error
+        return this.commit(batch, true)
+      })
+    } catch (error) {
+      for (const queued of batch) queued.reject(error)
+      return
+    }
+    await this.answer(outcome.planned, outcome.revision)
+  }
+
+  /** One transaction of `batch`: committed (or found committed after an unanswered COMMIT), or thrown. */
+  private async commit(batch: readonly Queued[], isolated: boolean): Promise<Committed> {
+    const writeId = randomUUID()
+    let attempted: Committed | null = null
+    try {
+      return await this.db.transaction(async (tx) => {
+        const before = await lockRevision(tx)
+        const planned = await planAll(tx, batch, isolated)
+        const changed = planned.flatMap((p) => ('planned' in p && p.planned.changed ? [p.planned] : []))
+        if (changed.length === 0) return { planned, revision: before }
         const revision = await bumpRevision(tx)
-        // A list (bulk changes, an import) in multi-row statements: one round trip per few thousand entries, not three per entry.
-        if (planned.audit.length > 1) await insertAudits(tx, planned.audit)
-        else for (const entry of planned.audit) await insertAudit(tx, entry)
-        await recordChange(tx, revision, writeId, planned.changes)
-        await recordChangeItems(tx, revision, changeItemsOf(planned.audit, planned.changes), this.changeRetentionDays)
+        const audit = changed.flatMap((p) => p.audit)
+        // A list (bulk changes, an import, a shared transaction) in multi-row statements: one round trip per few thousand entries, not three per entry.
+        if (audit.length > 1) await insertAudits(tx, audit)
+        else for (const entry of audit) await insertAudit(tx, entry)
+        await recordChange(tx, revision, writeId, changed.flatMap((p) => p.changes))
+        // Each write's items from its own entries and changes: two writes of one transaction may name the same row.
+        await recordChangeItems(tx, revision, changed.flatMap((p) => changeItemsOf(p.audit, p.changes)), this.changeRetentionDays)
         attempted = { planned, revision }
         return attempted
       })
@@ -73,12 +168,35 @@ export class WriteQueue {
       if (!(error instanceof StorageUnavailableError) || error.inDoubtUntil === null || attempted === null) throw error
       // The COMMIT went out and no answer came back: find out whether it landed before answering.
       if (!(await this.settle(writeId, error.inDoubtUntil))) throw error
-      outcome = attempted
+      return attempted
     }
-    const { planned, revision } = outcome
-    if (planned.changed) await this.replica.applyCommitted(revision, planned.changes)
-    await planned.afterCommit?.()
-    return { changed: planned.changed, revision, result: planned.result }
+  }
+
+  /** After the commit: memory once for the whole transaction, then each write's own follow-up and answer, in order. */
+  private async answer(planned: readonly Planned[], revision: number): Promise<void> {
+    const changes = planned.flatMap((p) => ('planned' in p && p.planned.changed ? p.planned.changes : []))
+    let applied: unknown = null
+    if (changes.length > 0) {
+      try {
+        await this.replica.applyCommitted(revision, changes)
+      } catch (error) {
+        applied = error
+      }
+    }
+    for (const p of planned) {
+      if ('error' in p) {
+        p.queued.reject(p.error)
+        continue
+      }
+      const write = p.planned
+      try {
+        if (applied !== null && write.changed) throw applied
+        await write.afterCommit?.()
+        p.queued.resolve({ changed: write.changed, revision, result: write.result })
+      } catch (error) {
+        p.queued.reject(error)
+      }
+    }
   }
 
   /**
@@ -98,6 +216,34 @@ export class WriteQueue {
       }
     }
   }
+}
+
+/** Thrown out of a shared transaction run without savepoints when one of its writes is refused: it is run again with them. */
+const ONE_REFUSED = new Error('a write of a shared transaction was refused')
+
+/**
+ * Each write's work in queue order. A write alone runs as it always did: its
+ * refusal rolls the transaction back and answers it. Writes sharing a
+ * transaction run one after another, so each sees exactly the rows of those
+ * before it; `isolated`, each in a savepoint, so a refusal undoes that write
+ * alone; otherwise a refusal ends the attempt (ONE_REFUSED). The database out
+ * of reach fails them all: nothing of the transaction commits.
+ */
+async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolean): Promise<Planned[]> {
+  const planned: Planned[] = []
+  for (const queued of batch) {
+    // One round trip per write: the previous write's savepoint is released as the next one is taken.
+    if (isolated) await tx.exec(planned.length === 0 ? 'SAVEPOINT shared_write' : 'RELEASE SAVEPOINT shared_write; SAVEPOINT shared_write')
+    try {
+      planned.push({ queued, planned: await queued.work(tx) })
+    } catch (error) {
+      if (batch.length === 1 || isStorageUnavailable(error)) throw error
+      if (!isolated) throw ONE_REFUSED
+      await tx.exec('ROLLBACK TO SAVEPOINT shared_write')
+      planned.push({ queued, error })
+    }
+  }
+  return planned
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

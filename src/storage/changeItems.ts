@@ -1,21 +1,11 @@
 import { EVERY_TENANT, audienceOf, type ChangeEvent, type ChangeItem, type ChangeKind } from '../domain/changeItems.js'
 import type { Queryable } from './db.js'
 
-/** A change as listed: its revision, its place within that revision's write, and when it committed. */
-export interface ListedChange {
+/** A change as listed: the domain's item (its tenant only filtered on, never listed), its revision, its place within that revision's write, and when it committed. */
+export interface ListedChange extends Omit<ChangeItem, 'merchant_id'> {
   revision: number
   index: number
   time: string
-  kind: ChangeKind
-  domain: string
-  sub_role?: string
-  user_id?: string
-  obj?: string
-  act?: string
-  effect?: 'allow' | 'deny'
-  expires_at?: string
-  event?: ChangeEvent
-  actor_id: string
 }
 
 /** Where a reader is: right after this revision's item at `index`. */
