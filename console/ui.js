@@ -263,7 +263,10 @@ export function useConfirm() {
     }
   }
   const onKeyDown = (event) => {
-    if (event.key === 'Escape' && !busy) setAsked(null)
+    if (event.key !== 'Escape') return
+    // Escape answers the question only: a batch the question is about stays (the matrix drops its batch on Escape).
+    event.stopPropagation()
+    if (!busy) setAsked(null)
   }
   const panel = html`${asked
       ? html`<div class="panel confirm" role="alertdialog" aria-label=${asked.question} onKeyDown=${onKeyDown}>

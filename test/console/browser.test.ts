@@ -250,7 +250,7 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.screenshot({ path: join(shots, 'accounts.png') })
   })
 
-  await t.test('permission matrix: a grant previewed, then saved', async (t) => {
+  await t.test('permission matrix: a batch of grants, a deny and a revoke, previewed once, saved in one call, by keyboard', async (t) => {
     await open('Sub-roles')
     await page.getByRole('button', { name: 'Permissions: clerk' }).click()
     await page.getByRole('heading', { name: 'Permissions of clerk in global (the platform)' }).waitFor()
@@ -258,18 +258,98 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByLabel('Domain').selectOption('shop-a')
     await page.getByRole('button', { name: 'Permissions: clerk' }).click()
     await page.getByRole('heading', { name: 'Permissions of clerk in shop-a' }).waitFor()
-    await page.getByLabel(/Refund orders/).waitFor()
+    const cell = (label: string) => page.getByRole('radiogroup', { name: label })
+    await cell('Refund orders orders:refund').waitFor()
     t.equal(await page.getByLabel(/Onboard merchants/).count(), 0, 'in a merchant it does not (the API refuses it there)')
-    await page.getByLabel(/Refund orders/).check()
-    await page.getByText('1 user gains orders:refund').waitFor()
+    const bulk: string[] = []
+    const onBulk = (request: { url(): string; postData(): string | null }) => {
+      if (new URL(request.url()).pathname === '/v2/admin/permissions/changes') bulk.push(request.postData() ?? '')
+    }
+    page.on('request', onBulk)
+
+    // Space marks a cell: the focus stays on it and no other cell is disabled.
+    const refundAllow = cell('Refund orders orders:refund').getByRole('radio', { name: 'Allow' })
+    await refundAllow.focus()
+    await page.keyboard.press('Space')
+    await page.getByRole('region', { name: '1 change waiting' }).waitFor()
+    t.ok(await refundAllow.isChecked(), 'Space marked the cell')
+    t.ok(await refundAllow.evaluate((el) => el === document.activeElement), 'the focus stays on the cell')
+    t.ok((await page.locator('.matrix input[type=radio]:not([disabled])').count()) > 10, 'the other cells stay usable')
+    await page.keyboard.press('Escape')
+    await page.getByRole('region', { name: '1 change waiting' }).waitFor({ state: 'detached' })
+    t.ok(await cell('Refund orders orders:refund').getByRole('radio', { name: 'None' }).isChecked(), 'Escape drops the batch: the cell is back as it was')
+    t.equal(await page.evaluate(() => document.activeElement?.getAttribute('name')), 'cell-orders-refund', 'and the focus is back on that cell, not the page')
+
+    // A batch: two grants by keyboard and by mouse, and a deny.
+    await refundAllow.focus()
+    await page.keyboard.press('Space')
+    await cell('View products products:read').getByRole('radio', { name: 'Allow' }).check()
+    await cell('View reports reports:read').getByRole('radio', { name: 'Deny' }).check()
+    const pending = page.getByRole('region', { name: '3 changes waiting' })
+    await pending.waitFor()
+    t.ok(await pending.getByText('Deny View reports (reports:read)').isVisible(), 'the batch in words')
+    // Tab goes on from the cells to the batch's buttons.
+    await cell('View reports reports:read').getByRole('radio', { name: 'Deny' }).focus()
+    let reached = false
+    for (let i = 0; i < 40 && !reached; i++) {
+      await page.keyboard.press('Tab')
+      reached = await pending.getByRole('button', { name: 'Preview' }).evaluate((el) => el === document.activeElement)
+    }
+    t.ok(reached, 'Tab reaches Preview')
+    t.same(bulk, [], 'nothing asked of the API while cells are marked')
+    await page.keyboard.press('Enter')
+    await pending.getByText('1 user gains access. 0 users lose access.').waitFor()
+    t.ok(await pending.getByText('clerk1@shop-a.example gains Refund orders (orders:refund) and View products (products:read).').isVisible(), 'who gains what, in words')
+    t.equal(bulk.length, 1, 'one preview for the whole batch')
+    t.match(JSON.parse(bulk[0] ?? '{}'), {
+      command: 'apply-permission-changes',
+      data: {
+        dry_run: true,
+        changes: [
+          { kind: 'role_grant', sub_role: 'clerk', obj: 'orders', act: 'refund', domain: 'shop-a' },
+          { kind: 'role_grant', sub_role: 'clerk', obj: 'products', act: 'read', domain: 'shop-a' },
+          { kind: 'role_deny', sub_role: 'clerk', obj: 'reports', act: 'read', domain: 'shop-a' },
+        ],
+      },
+    }, 'through the bulk endpoint, as a dry run')
     const before = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
-    t.same(before.permissions, [], 'the dry run wrote nothing')
+    t.same([before.permissions, before.denied], [[], []], 'the dry run wrote nothing')
     await page.screenshot({ path: join(shots, 'permission-matrix.png') })
-    await page.getByRole('button', { name: 'Save' }).click()
-    await status('Saved.')
+    await pending.getByRole('button', { name: 'Save' }).click()
+    // A deny takes access away (now or from whoever gets the sub-role): asked first.
+    const question = page.getByRole('alertdialog', { name: "Save 3 changes to clerk in shop-a? 0 users lose access. A sub-role's deny cannot be taken back here." })
+    await question.getByRole('button', { name: 'Confirm' }).click()
+    await status('Saved 3 changes.')
+    t.equal(bulk.length, 2, 'saved in one more call')
+    t.notOk('dry_run' in (JSON.parse(bulk[1] ?? '{}') as { data: Record<string, unknown> }).data, 'the same list, without dry_run')
     const after = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
-    t.match(after.permissions, [{ obj: 'orders', act: 'refund', domain: 'shop-a' }], 'the API has the grant')
-    t.ok(await page.getByLabel(/Refund orders/).isChecked(), 'the matrix shows it')
+    t.match(after.permissions, [{ obj: 'orders', act: 'refund', domain: 'shop-a' }, { obj: 'products', act: 'read', domain: 'shop-a' }], 'the API has the grants')
+    t.match(after.denied, [{ obj: 'reports', act: 'read', domain: 'shop-a' }], 'and the deny')
+    t.ok(await refundAllow.isChecked(), 'the matrix shows the grant')
+    const reports = cell('View reports reports:read')
+    t.ok(await reports.getByRole('radio', { name: 'Deny' }).isChecked(), 'and the deny')
+    t.ok(await reports.getByRole('radio', { name: 'None' }).isDisabled(), 'which no change here lifts')
+    t.ok(await reports.getByText("Denied: no change here lifts a sub-role's deny (a policy import does).").isVisible(), 'and says so')
+
+    // A revoke: who loses what, asked first with the consequence; Escape answers the question and keeps the batch.
+    await cell('View products products:read').getByRole('radio', { name: 'None' }).check()
+    const revoke = page.getByRole('region', { name: '1 change waiting' })
+    await revoke.getByText('Take back View products (products:read)').waitFor()
+    await revoke.getByRole('button', { name: 'Preview' }).click()
+    await revoke.getByText('clerk1@shop-a.example loses View products (products:read).').waitFor()
+    await revoke.getByRole('button', { name: 'Save' }).click()
+    const asked = page.getByRole('alertdialog', { name: 'Save 1 change to clerk in shop-a? 1 user loses access.' })
+    await asked.waitFor()
+    await page.keyboard.press('Escape')
+    await asked.waitFor({ state: 'detached' })
+    t.ok(await revoke.isVisible(), 'Escape on the question keeps the batch')
+    await revoke.getByRole('button', { name: 'Save' }).click()
+    await asked.getByRole('button', { name: 'Confirm' }).click()
+    await status('Saved 1 change.')
+    const revoked = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
+    t.match(revoked.permissions, [{ obj: 'orders', act: 'refund' }], 'the API took it back')
+    t.equal((revoked.permissions as unknown[]).length, 1, 'and only that')
+    page.off('request', onBulk)
 
     // Created while the list shows shop-a: the sub-role is shop-a's, not a platform template.
     await page.getByRole('heading', { name: 'Create a sub-role in shop-a' }).waitFor()

@@ -189,6 +189,17 @@ t.test('catalog labels in the response locale', async (t) => {
   const role = (await ta.call({ method: 'GET', url: '/v2/admin/permissions/roles/clerk?lang=es' })).json().data
   t.match(role.permissions, [{ obj: 'orders', act: 'refund', label: 'Reembolsar pedidos', group_name: 'Pedidos' }], "a role's permissions too")
 
+  // A role's deny (only a bulk list makes one) is listed apart, so the console's matrix can show it as fixed.
+  const denied = await ta.call({
+    method: 'POST',
+    url: '/v2/admin/permissions/changes',
+    body: { command: 'apply-permission-changes', data: { changes: [{ kind: 'role_deny', sub_role: 'clerk', obj: 'orders', act: 'refund' }] } },
+  })
+  t.equal(denied.statusCode, 200, 'role_deny applied')
+  const withDeny = (await ta.call({ method: 'GET', url: '/v2/admin/permissions/roles/clerk?lang=es' })).json().data
+  t.same(withDeny.permissions, [], 'a denied pair is no longer among the permissions')
+  t.same(withDeny.denied, [{ obj: 'orders', act: 'refund', domain: 'global', label: 'Reembolsar pedidos', group_name: 'Pedidos' }], 'it is listed as denied, localised')
+
   const esMessages = JSON.parse(readFileSync(new URL('../../src/i18n/es.json', import.meta.url), 'utf8')) as {
     catalog: { labels: Record<string, string>; groups: Record<string, string> }
   }
