@@ -4,7 +4,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api } from './api.js'
 import { USER_ID } from './routes.js'
-import { Ctx, Notice, PairSelect, splitPair, useCatalog, useLoad } from './ui.js'
+import { Ctx, ListState, Notice, PairSelect, splitPair, useCatalog, useLoad } from './ui.js'
 
 /** A `datetime-local` value (the admin's own time zone) as an instant the API reads; empty stays unset. */
 const instant = (local) => (local ? new Date(local).toISOString() : undefined)
@@ -17,7 +17,7 @@ export function DecisionsScreen() {
   // The cursors of the pages before this one: "previous" goes back one, keyset paging has no page numbers.
   const [cursors, setCursors] = useState([])
   const cursor = cursors[cursors.length - 1]
-  const [data, error] = useLoad(() => api('GET', '/v2/admin/decisions', { query: { ...filters, cursor, limit: 50 } }), [JSON.stringify(filters), cursor, lang])
+  const [data, error, , loading] = useLoad(() => api('GET', '/v2/admin/decisions', { query: { ...filters, cursor, limit: 50 } }), [JSON.stringify(filters), cursor, lang])
   const [formError, setFormError] = useState(null)
   const submit = (event) => {
     event.preventDefault()
@@ -58,9 +58,10 @@ export function DecisionsScreen() {
       <button type="submit">${t('filter')}</button>
     </form>
     <${Notice} error=${formError ?? error} />
+    <${ListState} loading=${loading} data=${data} empty=${t('noDecisions')} />
     ${data
       ? data.items.length === 0
-        ? html`<p>${t('nothing')}</p>`
+        ? null
         : html`<table class="decisions">
             <thead>
               <tr><th>${t('when')}</th><th>${t('decisionUser')}</th><th>${t('permission')}</th><th>${t('domain')}</th><th>${t('decisionOutcome')}</th><th>${t('why')}</th><th>${t('decisionId')}</th></tr>

@@ -4,7 +4,7 @@
 import { html, useContext, useEffect, useRef, useState } from './preact-htm.js'
 import { ApiError, api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Notice, Pager, errorText, grantableIn, domainName, homeDomain, splitPair, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, ListState, Notice, Pager, errorText, grantableIn, domainName, homeDomain, splitPair, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 /**
  * Creating a sub-role is its own action, confirmed, in the domain the list
@@ -259,12 +259,13 @@ export function SubRolesScreen() {
   const [domain, setDomain] = useState(homeDomain(me))
   const [page, setPage] = useState(1)
   const [selected, setSelected] = useState(null)
-  const [data, error, reload] = useLoad(() => api('GET', '/v2/admin/sub-roles', { query: { domain: me.principal_type === 'system_owner' ? domain : undefined, page } }), [domain, page, lang])
+  const [data, error, reload, loading] = useLoad(() => api('GET', '/v2/admin/sub-roles', { query: { domain: me.principal_type === 'system_owner' ? domain : undefined, page } }), [domain, page, lang])
   return html`<section>
     <h2>${t('subRoles')}</h2>
     <${DomainPicker} id="roles-domain" value=${domain} onChange=${(d) => { setDomain(d); setSelected(null); setPage(1) }} />
     <${Notice} error=${error} />
-    ${data
+    <${ListState} loading=${loading} data=${data} empty=${t('noSubRoles')} />
+    ${data && data.items.length > 0
       ? html`<table>
           <thead><tr><th>${t('code')}</th><th>${t('label')}</th><th>${t('members')}</th><th>${t('rules')}</th><th>${t('permissions')}</th></tr></thead>
           <tbody>

@@ -123,20 +123,56 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.ok(stored.session.includes('aps.console.token'), 'the token is in sessionStorage')
   })
 
-  await t.test('merchants: onboard two', async (t) => {
+  await t.test('merchants: onboard two, one with a name; the list shows names, searches them, and a row opens its accounts', async (t) => {
     await open('Merchants')
-    for (const id of ['shop-a', 'shop-b']) {
+    for (const [id, displayName] of [
+      ['shop-a', 'Shop A Books'],
+      ['shop-b', ''],
+    ] as const) {
       await page.getByLabel('Merchant id').fill(id)
+      await page.getByLabel('Merchant name (optional: the id when empty)').fill(displayName)
       await page.getByLabel('E-mail').fill(`owner@${id}.example`)
-      await page.getByLabel('Name').fill(`Owner ${id}`)
+      await page.getByLabel('Name', { exact: true }).fill(`Owner ${id}`)
       await page.getByLabel('Password').fill('owner-pass-123')
       await page.getByRole('button', { name: 'Onboard a merchant' }).click()
       await status(`Onboarded ${id}.`)
     }
-    await page.getByRole('cell', { name: 'shop-b', exact: true }).waitFor()
+    await page.getByRole('link', { name: 'shop-b', exact: true }).waitFor()
     const merchants = await get('/v2/admin/merchants')
-    t.same(merchants.items.map((m) => m.merchant_id), ['shop-a', 'shop-b'], 'the API lists both')
+    t.same(merchants.items.map((m) => [m.merchant_id, m.display_name]), [['shop-a', 'Shop A Books'], ['shop-b', 'shop-b']], 'the API lists both, shop-b named by its id')
+    t.ok(await page.locator('tr[data-merchant="shop-a"]').getByRole('link', { name: 'Shop A Books' }).isVisible(), 'the list shows the name')
     await page.screenshot({ path: join(shots, 'merchants.png') })
+
+    // A search in flight says so; one that finds nothing says that.
+    let release = (): void => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    await page.route('**/v2/admin/merchants?*', async (route) => {
+      await held
+      await route.continue()
+    })
+    await page.getByLabel('Id starts with, or name contains').fill('BOOKS')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor()
+    t.pass('a list in flight shows "Loading…"')
+    release()
+    await page.getByRole('link', { name: 'shop-b', exact: true }).waitFor({ state: 'detached' })
+    await page.unroute('**/v2/admin/merchants?*')
+    t.equal(await page.getByRole('status').filter({ hasText: 'Loading…' }).count(), 0, 'and no longer once answered')
+    t.ok(await page.getByRole('link', { name: 'Shop A Books' }).isVisible(), 'the name is searched, ignoring case')
+    await page.getByLabel('Id starts with, or name contains').fill('nothing-here')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'No merchant matches this search.' }).waitFor()
+    t.equal(await page.locator('table').count(), 0, 'an empty list is a sentence, not a bare header')
+
+    await page.getByLabel('Id starts with, or name contains').fill('shop')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('link', { name: 'Shop A Books' }).click()
+    await page.getByRole('heading', { level: 2, name: 'Accounts' }).waitFor()
+    t.equal(new URL(page.url()).hash, '#/accounts/shop-a', "the row opens the merchant's accounts")
+    await page.getByRole('link', { name: 'owner@shop-a.example' }).waitFor()
+    t.equal(await page.getByRole('link', { name: 'owner@shop-b.example' }).count(), 0, 'of that merchant only')
+    t.equal(await page.getByLabel('Merchant', { exact: true }).first().inputValue(), 'shop-a', 'the merchant filter says which')
+    t.ok(await page.getByLabel('Merchant', { exact: true }).first().getByRole('option', { name: 'Shop A Books (shop-a)' }).count(), 'pickers name merchants by their names')
   })
 
   await t.test('shadow model: the screen says why nothing is compared', async (t) => {
@@ -248,6 +284,10 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByText('Page 1 of 1 (1 in all)').waitFor()
     t.equal(await page.getByRole('link', { name: 'clerk2@shop-a.example' }).count(), 0, 'the filter applies')
     await page.screenshot({ path: join(shots, 'accounts.png') })
+    await page.getByLabel('Search (e-mail or name)').fill('nobody-here')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'No account matches these filters.' }).waitFor()
+    t.equal(await page.locator('table').count(), 0, 'an empty list says so in words, not with a bare header')
   })
 
   await t.test('permission matrix: a batch of grants, a deny and a revoke, previewed once, saved in one call, by keyboard', async (t) => {
@@ -382,7 +422,8 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByLabel('Expires at (optional, Europe/Madrid time)').fill('2099-01-31T18:00')
     await page.getByRole('button', { name: 'Apply' }).click()
     await status('Saved.')
-    await page.locator('tr[data-pair="orders:cancel"]').getByText('allowed for this user (override)').waitFor()
+    await page.locator('tr[data-pair="orders:cancel"]').getByText(`allowed for this user by ${ROOT_EMAIL}`).waitFor()
+    t.pass('the explanation names who made the override, by e-mail')
     const effective = await get(`/v2/admin/permissions/users/${clerkId}`)
     const cancel = (effective.permissions as Array<Record<string, unknown>>).find((p) => p.act === 'cancel')
     t.match(cancel, { source: 'user', obj: 'orders' }, 'the API has the allow override')
@@ -485,13 +526,19 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
         await open('Sub-roles')
         await page.getByRole('button', { name: 'Permissions: clerk' }).click()
         await page.getByRole('heading', { name: /^Permissions of clerk in/ }).waitFor()
+        await page.getByRole('radiogroup', { name: 'Cancel orders orders:cancel' }).getByRole('radio', { name: 'Deny' }).check()
+        await page.getByRole('button', { name: 'Preview' }).click()
+        await page.getByRole('button', { name: 'Save' }).waitFor()
       }],
       ['Access review', () => open('Access review')],
       ['Audit trail', async () => {
         await open('Audit trail')
         await page.locator('tbody tr').first().waitFor()
       }],
-      ['Merchants', () => open('Merchants')],
+      ['Merchants', async () => {
+        await open('Merchants')
+        await page.getByRole('link', { name: 'Shop A Books' }).waitFor()
+      }],
       ['a user', async () => {
         await page.goto(`${server.base}/console/#/users/${clerkId}`)
         await page.getByRole('heading', { name: 'Overrides' }).waitFor()
@@ -588,6 +635,9 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.goto(`${server.base}/console/#/merchants`)
     await page.getByRole('heading', { level: 2, name: 'Accounts' }).waitFor()
     t.equal(await page.getByText('shop-b').count(), 0, 'a link to the merchants shows its accounts instead')
+    await page.goto(`${server.base}/console/#/accounts/shop-b`)
+    await page.getByRole('link', { name: 'clerk1@shop-a.example' }).waitFor()
+    t.equal(await page.getByText('shop-b').count(), 0, "another merchant's accounts link lists its own merchant's")
     await open('Sub-roles')
     t.equal(await page.getByLabel('Domain').count(), 0, 'no domain picker')
     await page.getByRole('cell', { name: 'Shop-a picker' }).waitFor()
