@@ -2,7 +2,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, ListState, Time, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, ListState, Time, because, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 function RegisterForm({ onDone }) {
   const { t, me } = useContext(Ctx)
@@ -199,19 +199,6 @@ function OverrideForm({ user, domain, catalog, onDone }) {
     <${Notice} ...${notice} />
     ${confirmation}
   </section>`
-}
-
-/**
- * Why, in words: the Casbin row that decided names the sub-role and domain
- * ("granted to clerk in shop-a"), never shown raw; an override names who made
- * it ("denied for this user by boss@acme"), from `authors`.
- */
-function because(t, reason, authors) {
-  const [holder, domain, obj, act] = reason.rule ?? []
-  if ((reason.kind === 'role' || reason.kind === 'role_deny') && holder) return t(`why_${reason.kind}`, { role: holder, domain: domainName(t, domain) })
-  const author = reason.kind === 'user_allow' || reason.kind === 'user_deny' ? authors.get(`${reason.kind}|${domain}|${obj}:${act}`) : undefined
-  if (author) return t(`why_${reason.kind}_by`, { who: author })
-  return t(`reason_${reason.kind}`)
 }
 
 /**

@@ -175,6 +175,19 @@ export function Time({ value, dateOnly = false }) {
 /** A domain as people read it: `global` in the console's words, a merchant by its id. */
 export const domainName = (t, domain) => (domain === 'global' ? t('global') : domain)
 
+/**
+ * Why, in words: the Casbin row that decided names the sub-role and domain
+ * ("granted to clerk in shop-a"), never shown raw; an override names who made
+ * it ("denied for this user by boss@acme") when `authors` knows.
+ */
+export function because(t, reason, authors = new Map()) {
+  const [holder, domain, obj, act] = reason.rule ?? []
+  if ((reason.kind === 'role' || reason.kind === 'role_deny') && holder) return t(`why_${reason.kind}`, { role: holder, domain: domainName(t, domain) })
+  const author = reason.kind === 'user_allow' || reason.kind === 'user_deny' ? authors.get(`${reason.kind}|${domain}|${obj}:${act}`) : undefined
+  if (author) return t(`why_${reason.kind}_by`, { who: author })
+  return t(`reason_${reason.kind}`)
+}
+
 /** The caller's home domain: where its screens start. */
 export const homeDomain = (me) => (me.principal_type === 'merchant' ? me.merchant_id : 'global')
 

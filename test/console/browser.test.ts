@@ -688,7 +688,9 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByRole('button', { name: 'Filter' }).click()
     await page.locator('tr[data-decision="dec-2"]').waitFor()
     t.same(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-decision'))), ['dec-3', 'dec-2', 'dec-1'], "all of the user's decisions")
-    await page.locator('tr[data-decision="dec-2"]').getByText('granted to the sub-role').waitFor()
+    await page.locator('tr[data-decision="dec-2"]').getByText('granted to clerk in shop-a').waitFor()
+    t.equal(await page.locator('tr[data-decision="dec-2"] td').nth(5).locator('code').count(), 0, 'the why in words, no raw Casbin row')
+    t.match(await page.locator('tr[data-decision="dec-2"] time').textContent(), /GMT\+2$/, "the time in the browser's zone (Madrid in June), named")
     await page.getByLabel('Permission', { exact: true }).selectOption('orders:refund')
     // datetime-local is in the browser's zone (the context's Europe/Madrid): 09:02:30 UTC as it reads there.
     const zoned = new Intl.DateTimeFormat('sv-SE', {
