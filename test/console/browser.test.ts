@@ -115,6 +115,8 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     const index = await fetch(`${server.base}/console/`)
     t.match(index.headers.get('content-security-policy'), /script-src 'self'(;|$)/, 'CSP: scripts from this origin only')
     t.notMatch(index.headers.get('content-security-policy'), /unsafe-inline/)
+    const icon = await page.request.get(`${server.base}/console/favicon.svg`)
+    t.match({ status: icon.status(), type: icon.headers()['content-type'] }, { status: 200, type: 'image/svg+xml' }, 'the favicon the page names is served (no 404 for /favicon.ico)')
     await signIn(ROOT_EMAIL, ROOT_PASSWORD)
     t.ok(await page.getByRole('heading', { level: 2, name: 'Accounts' }).isVisible(), 'the accounts screen opens')
     const stored = await page.evaluate(() => ({ session: Object.keys(sessionStorage), local: Object.keys(localStorage), cookie: document.cookie }))
