@@ -442,6 +442,14 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.locator('tr[data-pair="orders:cancel"]').getByText('nothing grants it').waitFor()
     const revoked = await get(`/v2/admin/permissions/users/${clerkId}`)
     t.notOk((revoked.permissions as Array<Record<string, unknown>>).some((p) => p.act === 'cancel'), 'the API removed the override')
+
+    await page.getByLabel('Permission', { exact: true }).selectOption('orders:read')
+    await page.getByLabel('Change').selectOption('deny')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.getByRole('alertdialog', { name: 'Deny orders:read to clerk1@shop-a.example? They lose it now, whatever their sub-role grants.' }).getByRole('button', { name: 'Confirm' }).click()
+    await page.locator('tr[data-pair="orders:read"]').getByText(`denied for this user by ${ROOT_EMAIL}`).waitFor()
+    t.pass('a deny override is explained with who made it')
+    t.equal(await page.getByLabel('Change').inputValue(), 'deny', 'after saving, the change stays what was just done (not back to Grant)')
   })
 
   await t.test('an id from the address bar never becomes another API path', async (t) => {
