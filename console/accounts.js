@@ -2,7 +2,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
 import { apiPath } from './routes.js'
-import { Ctx, DomainPicker, Time, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, ListState, Time, because, domainName, MerchantSelect, Notice, Pager, PairSelect, errorText, grantableIn, homeDomain, splitPair, SubRoleSelect, useCatalog, useConfirm, useFormAction, useLoad } from './ui.js'
 
 function RegisterForm({ onDone }) {
   const { t, me } = useContext(Ctx)
@@ -59,13 +59,14 @@ function SubRoleChange({ account, onDone, onCancel }) {
   </form>`
 }
 
-export function AccountsScreen() {
+/** The accounts, of one merchant when `merchant` names it (a merchant's row opens its accounts: `#/accounts/<merchant id>`). */
+export function AccountsScreen({ merchant = null }) {
   const { t, me, can, lang } = useContext(Ctx)
-  const [filters, setFilters] = useState({ page: 1 })
-  const [merchantFilter, setMerchantFilter] = useState('')
+  const [filters, setFilters] = useState(merchant === null ? { page: 1 } : { merchant_id: merchant, page: 1 })
+  const [merchantFilter, setMerchantFilter] = useState(merchant ?? '')
   const [editing, setEditing] = useState(null)
   const [notice, setNotice] = useState({})
-  const [page, error, reload] = useLoad(() => api('GET', '/v2/admin/accounts', { query: filters }), [JSON.stringify(filters), lang])
+  const [page, error, reload, loading] = useLoad(() => api('GET', '/v2/admin/accounts', { query: filters }), [JSON.stringify(filters), lang])
   const applyFilters = (event) => {
     event.preventDefault()
     const form = new FormData(event.currentTarget)
@@ -121,7 +122,7 @@ export function AccountsScreen() {
           }}
         />`
       : null}
-    ${page && page.items.length === 0 ? html`<p>${t('nothing')}</p>` : null}
+    <${ListState} loading=${loading} data=${page} empty=${t('noAccounts')} />
     ${page && page.items.length > 0
       ? html`<table>
           <thead>
@@ -200,11 +201,24 @@ function OverrideForm({ user, domain, catalog, onDone }) {
   </section>`
 }
 
-/** Why, in words: the Casbin row that decided names the sub-role and domain ("granted to clerk in shop-a"), never shown raw. */
-function because(t, reason) {
-  const [holder, domain] = reason.rule ?? []
-  if ((reason.kind === 'role' || reason.kind === 'role_deny') && holder) return t(`why_${reason.kind}`, { role: holder, domain: domainName(t, domain) })
-  return t(`reason_${reason.kind}`)
+/**
+ * Who made each of a user's overrides: the newest grant or deny of the pair in
+ * the audit trail (newest first), by e-mail; keyed as `because` looks them up.
+ * An override older than the trail's last page shows without its author.
+ */
+async function overrideAuthors(t, userId) {
+  const trail = await api('GET', '/v2/admin/permissions/audit-log', { query: { target_type: 'user', target_id: userId, page_size: 100 } }).catch(() => ({ items: [] }))
+  const authors = new Map()
+  // Only the newest change of a pair counts: after a revoke, an expiry or the other effect, an older entry no longer describes the override.
+  const seen = new Set()
+  for (const e of trail.items) {
+    const pair = `${e.domain}|${e.obj}:${e.act}`
+    if (!e.obj || seen.has(pair)) continue
+    seen.add(pair)
+    const kind = e.action === 'grant' ? 'user_allow' : e.action === 'deny' ? 'user_deny' : null
+    if (kind !== null) authors.set(`${kind}|${pair}`, e.actor_email ?? (e.actor_id === 'system' ? t('theService') : e.actor_id))
+  }
+  return authors
 }
 
 export function UserScreen({ userId }) {
@@ -218,8 +232,11 @@ export function UserScreen({ userId }) {
     const query = me.principal_type === 'system_owner' ? { domain: shownDomain } : {}
     const effective = await api('GET', apiPath`/v2/admin/permissions/users/${userId}`, { query })
     const checks = catalog.map((e) => ({ obj: e.obj, act: e.act, ...(me.principal_type === 'system_owner' ? { domain: shownDomain } : {}) }))
-    const explained = checks.length === 0 ? { results: [] } : await api('POST', '/v2/authz/check-batch', { body: command('check-batch', { user_id: userId, explain: true, checks }) })
-    return { effective, explained: explained.results }
+    const [explained, authors] = await Promise.all([
+      checks.length === 0 ? { results: [] } : api('POST', '/v2/authz/check-batch', { body: command('check-batch', { user_id: userId, explain: true, checks }) }),
+      overrideAuthors(t, userId),
+    ])
+    return { effective, explained: explained.results, authors }
   }, [userId, shownDomain, catalog === null, lang])
   if (accountError) return html`<${Notice} error=${accountError} />`
   if (!account || !view) return html`<p>${t('loading')}</p>`
@@ -241,7 +258,7 @@ export function UserScreen({ userId }) {
           return html`<tr key=${key} data-pair=${key}>
             <td>${entry.label} <code>${key}</code></td>
             <td>${result?.allowed ? t('yes') : t('no')}</td>
-            <td>${result?.reason ? because(t, result.reason) : ''}</td>
+            <td>${result?.reason ? because(t, result.reason, view.authors) : ''}</td>
             <td><${Time} value=${held?.expires_at} /></td>
           </tr>`
         })}

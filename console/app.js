@@ -101,7 +101,7 @@ function Shell({ route, onSignOut, reloadMe }) {
   const { id } = route
   const first = ['users', 'password'].includes(asked) || sections.some(([key]) => key === asked) ? asked : fallback
   let screen
-  if (first === 'accounts') screen = html`<${AccountsScreen} />`
+  if (first === 'accounts') screen = html`<${AccountsScreen} merchant=${me.principal_type === 'system_owner' ? id : null} />`
   else if (first === 'users' && id !== null) screen = html`<${UserScreen} userId=${id} />`
   else if (first === 'users') screen = html`<p role="alert">${t('unknownLink')}</p>`
   else if (first === 'sub-roles') screen = html`<${SubRolesScreen} />`

@@ -4,7 +4,7 @@
 import { html, useContext, useState } from './preact-htm.js'
 import { api } from './api.js'
 import { USER_ID } from './routes.js'
-import { Ctx, Notice, PairSelect, splitPair, useCatalog, useLoad } from './ui.js'
+import { Ctx, ListState, Notice, PairSelect, Time, because, splitPair, useCatalog, useLoad } from './ui.js'
 
 /** A `datetime-local` value (the admin's own time zone) as an instant the API reads; empty stays unset. */
 const instant = (local) => (local ? new Date(local).toISOString() : undefined)
@@ -17,7 +17,7 @@ export function DecisionsScreen() {
   // The cursors of the pages before this one: "previous" goes back one, keyset paging has no page numbers.
   const [cursors, setCursors] = useState([])
   const cursor = cursors[cursors.length - 1]
-  const [data, error] = useLoad(() => api('GET', '/v2/admin/decisions', { query: { ...filters, cursor, limit: 50 } }), [JSON.stringify(filters), cursor, lang])
+  const [data, error, , loading] = useLoad(() => api('GET', '/v2/admin/decisions', { query: { ...filters, cursor, limit: 50 } }), [JSON.stringify(filters), cursor, lang])
   const [formError, setFormError] = useState(null)
   const submit = (event) => {
     event.preventDefault()
@@ -58,9 +58,10 @@ export function DecisionsScreen() {
       <button type="submit">${t('filter')}</button>
     </form>
     <${Notice} error=${formError ?? error} />
+    <${ListState} loading=${loading} data=${data} empty=${t('noDecisions')} />
     ${data
       ? data.items.length === 0
-        ? html`<p>${t('nothing')}</p>`
+        ? null
         : html`<table class="decisions">
             <thead>
               <tr><th>${t('when')}</th><th>${t('decisionUser')}</th><th>${t('permission')}</th><th>${t('domain')}</th><th>${t('decisionOutcome')}</th><th>${t('why')}</th><th>${t('decisionId')}</th></tr>
@@ -68,12 +69,12 @@ export function DecisionsScreen() {
             <tbody>
               ${data.items.map(
                 (d) => html`<tr key=${d.decision_id} data-decision=${d.decision_id} class=${d.allowed ? 'allowed' : 'denied'}>
-                  <td>${new Date(d.time).toLocaleString(lang)}</td>
+                  <td><${Time} value=${d.time} /></td>
                   <td>${USER_ID.test(d.subject.user_id) ? html`<a href=${`#/users/${d.subject.user_id}`}>${d.subject.user_id}</a>` : d.subject.user_id}</td>
                   <td><code>${d.obj}:${d.act}</code></td>
                   <td>${d.domain}</td>
                   <td>${d.allowed ? t('decisionAllowed') : t('decisionDenied')}</td>
-                  <td>${t(`reason_${d.reason.kind}`)}${d.reason.rule ? html` <code>${d.reason.rule.join(', ')}</code>` : null}</td>
+                  <td>${because(t, d.reason)}</td>
                   <td><code>${d.decision_id}</code></td>
                 </tr>`,
               )}

@@ -1,7 +1,7 @@
 // Access review, the audit trail and the merchants.
 import { html, useContext, useState } from './preact-htm.js'
 import { api, command } from './api.js'
-import { Ctx, DomainPicker, Time, domainName, Notice, Pager, PairSelect, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
+import { Ctx, DomainPicker, ListState, Time, domainName, Notice, Pager, PairSelect, homeDomain, splitPair, useCatalog, useFormAction, useLoad } from './ui.js'
 
 /** The audit trail's target types (the API's AUDIT_TARGET_TYPES; test/console/i18n.test.ts keeps them equal). */
 export const TARGET_TYPES = ['user', 'role', 'permission']
@@ -12,7 +12,7 @@ export function ReviewScreen() {
   const [pair, setPair] = useState('')
   const [domain, setDomain] = useState(homeDomain(me))
   const [asked, setAsked] = useState(null)
-  const [data, error] = useLoad(
+  const [data, error, , loading] = useLoad(
     () => (asked === null ? Promise.resolve(null) : api('GET', '/v2/admin/permissions/holders', { query: asked })),
     [JSON.stringify(asked), lang],
   )
@@ -30,10 +30,11 @@ export function ReviewScreen() {
       <button type="submit">${t('show')}</button>
     </form>
     <${Notice} error=${error} />
+    ${asked !== null && loading ? html`<${ListState} loading=${true} />` : null}
     ${data
       ? html`<h3>${t('holders', { pair: `${asked.obj}:${asked.act}`, domain: domainName(t, data.domain) })}</h3>
           ${data.items.length === 0
-            ? html`<p>${t('nothing')}</p>`
+            ? html`<p role="status">${t('noHolders', { pair: `${asked.obj}:${asked.act}`, domain: domainName(t, data.domain) })}</p>`
             : html`<table>
                 <thead><tr><th>${t('email')}</th><th>${t('subRole')}</th><th>${t('via')}</th></tr></thead>
                 <tbody>
@@ -69,7 +70,7 @@ function Who({ kind, id, email, name }) {
 export function AuditScreen() {
   const { t, me, lang } = useContext(Ctx)
   const [filters, setFilters] = useState({ page: 1 })
-  const [data, error] = useLoad(() => api('GET', '/v2/admin/permissions/audit-log', { query: filters }), [JSON.stringify(filters), lang])
+  const [data, error, , loading] = useLoad(() => api('GET', '/v2/admin/permissions/audit-log', { query: filters }), [JSON.stringify(filters), lang])
   const submit = (event) => {
     event.preventDefault()
     const form = new FormData(event.currentTarget)
@@ -119,8 +120,7 @@ export function AuditScreen() {
       <button type="submit">${t('filter')}</button>
     </form>
     <${Notice} error=${error} />
-    ${data === null && error === null ? html`<p role="status">${t('loading')}</p>` : null}
-    ${data && data.items.length === 0 ? html`<p role="status">${t('noAuditEntries')}</p>` : null}
+    <${ListState} loading=${loading} data=${data} empty=${t('noAuditEntries')} />
     ${data && data.items.length > 0
       ? html`<table>
           <thead><tr><th>${t('when')}</th><th>${t('action')}</th><th>${t('target')}</th><th>${t('permission')}</th><th>${t('domain')}</th><th>${t('actor')}</th></tr></thead>
@@ -145,14 +145,21 @@ export function AuditScreen() {
 export function MerchantsScreen() {
   const { t, lang } = useContext(Ctx)
   const [query, setQuery] = useState({ page: 1 })
-  const [data, error, reload] = useLoad(() => api('GET', '/v2/admin/merchants', { query }), [JSON.stringify(query), lang])
+  const [data, error, reload, loading] = useLoad(() => api('GET', '/v2/admin/merchants', { query }), [JSON.stringify(query), lang])
   const search = (event) => {
     event.preventDefault()
     setQuery({ q: new FormData(event.currentTarget).get('q'), page: 1 })
   }
   const [onboard, notice] = useFormAction(async (form) => {
+    const displayName = String(form.get('display_name') ?? '').trim()
     const owner = await api('POST', '/v2/admin/merchants', {
-      body: command('onboard-merchant', { merchant_id: form.get('merchant_id'), email: form.get('email'), name: form.get('name'), password: form.get('password') }),
+      body: command('onboard-merchant', {
+        merchant_id: form.get('merchant_id'),
+        email: form.get('email'),
+        name: form.get('name'),
+        password: form.get('password'),
+        ...(displayName === '' ? {} : { display_name: displayName }),
+      }),
     })
     reload()
     return t('onboarded', { id: owner.merchant_id })
@@ -160,16 +167,24 @@ export function MerchantsScreen() {
   return html`<section>
     <h2>${t('merchants')}</h2>
     <form onSubmit=${search} class="filters" aria-label=${t('filter')}>
-      <label for="m-q">${t('idPrefix')}</label>
+      <label for="m-q">${t('merchantSearch')}</label>
       <input id="m-q" name="q" />
       <button type="submit">${t('filter')}</button>
     </form>
     <${Notice} error=${error} />
-    ${data
+    <${ListState} loading=${loading} data=${data} empty=${query.q ? t('noMerchantsMatch') : t('noMerchants')} />
+    ${data && data.items.length > 0
       ? html`<table>
-          <thead><tr><th>${t('merchantId')}</th><th>${t('createdAt')}</th><th>${t('admins')}</th></tr></thead>
+          <thead><tr><th>${t('displayName')}</th><th>${t('merchantId')}</th><th>${t('createdAt')}</th><th>${t('admins')}</th></tr></thead>
           <tbody>
-            ${data.items.map((m) => html`<tr key=${m.merchant_id}><td>${m.merchant_id}</td><td>${new Date(m.created_at).toLocaleDateString(lang)}</td><td>${m.admins}</td></tr>`)}
+            ${data.items.map(
+              (m) => html`<tr key=${m.merchant_id} data-merchant=${m.merchant_id}>
+                <td><a href=${`#/accounts/${m.merchant_id}`} title=${t('merchantAccounts', { name: m.display_name })}>${m.display_name}</a></td>
+                <td><code>${m.merchant_id}</code></td>
+                <td><${Time} value=${m.created_at} dateOnly=${true} /></td>
+                <td>${m.admins}</td>
+              </tr>`,
+            )}
           </tbody>
         </table>`
       : null}
@@ -179,6 +194,8 @@ export function MerchantsScreen() {
       <form onSubmit=${onboard} class="grid">
         <label for="on-id">${t('merchantId')}</label>
         <input id="on-id" name="merchant_id" required />
+        <label for="on-display-name">${t('displayNameOptional')}</label>
+        <input id="on-display-name" name="display_name" maxlength="120" />
         <label for="on-email">${t('email')}</label>
         <input id="on-email" name="email" type="email" required />
         <label for="on-name">${t('name')}</label>

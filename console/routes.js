@@ -7,16 +7,17 @@ export const USER_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 export const SUB_ROLE_CODE = /^[a-z][a-z0-9_]{0,63}$/
 export const MERCHANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
 
-/** The id pattern of each screen that takes one from the address bar (a screen named by a sub-role or a merchant adds SUB_ROLE_CODE or MERCHANT_ID here). */
-const ROUTE_IDS = { users: USER_ID }
+/** The id pattern of each screen that takes one from the address bar: a user's, or the merchant whose accounts are listed. */
+const ROUTE_IDS = { users: USER_ID, accounts: MERCHANT_ID }
 
 /**
- * `#/users/<id>` → `{ section: 'users', id }`; `id` is null when the section
+ * `#/users/<id>` → `{ section: 'users', id }`, `#/accounts/<merchant id>` →
+ * `{ section: 'accounts', id }`; `id` is null when the section
  * takes none or the address bar's does not match its pattern.
  */
 export function readRoute(hash) {
   const [section = null, id = null, ...rest] = hash.replace(/^#\/?/, '').split('/').filter((s) => s !== '')
-  const pattern = section === null ? undefined : ROUTE_IDS[section]
+  const pattern = section !== null && Object.hasOwn(ROUTE_IDS, section) ? ROUTE_IDS[section] : undefined
   return { section, id: pattern !== undefined && id !== null && rest.length === 0 && pattern.test(id) ? id : null }
 }
 

@@ -49,19 +49,32 @@ export function LanguageSwitch() {
  * `[data, error, reload]`. A refusal from the API is the error, shown by the screen.
  */
 export function useLoad(load, deps) {
-  const [state, setState] = useState({ data: null, error: null })
+  const [state, setState] = useState({ data: null, error: null, loading: true })
   const [round, setRound] = useState(0)
   useEffect(() => {
     let current = true
+    setState((now) => (now.loading ? now : { ...now, loading: true }))
     load().then(
-      (data) => current && setState({ data, error: null }),
-      (error) => current && setState({ data: null, error: errorText(error) }),
+      (data) => current && setState({ data, error: null, loading: false }),
+      (error) => current && setState({ data: null, error: errorText(error), loading: false }),
     )
     return () => {
       current = false
     }
   }, [...deps, round])
-  return [state.data, state.error, () => setRound((r) => r + 1)]
+  return [state.data, state.error, () => setRound((r) => r + 1), state.loading]
+}
+
+/**
+ * A list's state in words: "Loading…" while its request is in flight (the
+ * rows shown meanwhile are the last answer's), and `empty`, a sentence, when
+ * the answer holds no row, instead of a bare header.
+ */
+export function ListState({ loading, data, empty }) {
+  const { t } = useContext(Ctx)
+  if (loading) return html`<p class="muted" role="status">${t('loading')}</p>`
+  if (data && data.items.length === 0) return html`<p role="status">${empty}</p>`
+  return null
 }
 
 /** Previous / next for a page of the API's paging shape. */
@@ -90,13 +103,16 @@ export function DomainPicker({ id, value, onChange }) {
       <input id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value || 'global')} />`
   }
   // While the list loads the picker is a select already, disabled, so that it never changes kind under the user's hand.
-  const ids = merchants.items === null ? (value === 'global' ? [] : [value]) : merchants.items.map((m) => m.merchant_id)
+  const items = merchants.items === null ? (value === 'global' ? [] : [{ merchant_id: value }]) : merchants.items
   return html`<label for=${id}>${t('domain')}</label>
     <select id=${id} value=${value} disabled=${merchants.items === null} aria-busy=${merchants.items === null} onChange=${(e) => onChange(e.currentTarget.value)}>
       <option value="global" selected=${value === 'global'}>${t('global')}</option>
-      ${ids.map((m) => html`<option value=${m} selected=${value === m}>${m}</option>`)}
+      ${items.map((m) => html`<option value=${m.merchant_id} selected=${value === m.merchant_id}>${merchantName(m)}</option>`)}
     </select>`
 }
+
+/** A merchant as people know it: its name, and its id when the name is another. */
+export const merchantName = (m) => (m.display_name && m.display_name !== m.merchant_id ? `${m.display_name} (${m.merchant_id})` : m.merchant_id)
 
 /** The merchants a system owner may list (others answer null: the API refuses them the list). */
 function useMerchants() {
@@ -122,7 +138,7 @@ export function MerchantSelect({ id, name, value, onChange, noneLabel }) {
   return html`<label for=${id}>${t('merchant')}</label>
     <select id=${id} name=${name} value=${value} disabled=${merchants.items === null} aria-busy=${merchants.items === null} onChange=${(e) => onChange?.(e.currentTarget.value)}>
       <option value="" selected=${value === ''}>${noneLabel}</option>
-      ${items.map((m) => html`<option value=${m.merchant_id} selected=${value === m.merchant_id}>${m.display_name && m.display_name !== m.merchant_id ? `${m.display_name} (${m.merchant_id})` : m.merchant_id}</option>`)}
+      ${items.map((m) => html`<option value=${m.merchant_id} selected=${value === m.merchant_id}>${merchantName(m)}</option>`)}
     </select>`
 }
 
@@ -158,6 +174,19 @@ export function Time({ value, dateOnly = false }) {
 
 /** A domain as people read it: `global` in the console's words, a merchant by its id. */
 export const domainName = (t, domain) => (domain === 'global' ? t('global') : domain)
+
+/**
+ * Why, in words: the Casbin row that decided names the sub-role and domain
+ * ("granted to clerk in shop-a"), never shown raw; an override names who made
+ * it ("denied for this user by boss@acme") when `authors` knows.
+ */
+export function because(t, reason, authors = new Map()) {
+  const [holder, domain, obj, act] = reason.rule ?? []
+  if ((reason.kind === 'role' || reason.kind === 'role_deny') && holder) return t(`why_${reason.kind}`, { role: holder, domain: domainName(t, domain) })
+  const author = reason.kind === 'user_allow' || reason.kind === 'user_deny' ? authors.get(`${reason.kind}|${domain}|${obj}:${act}`) : undefined
+  if (author) return t(`why_${reason.kind}_by`, { who: author })
+  return t(`reason_${reason.kind}`)
+}
 
 /** The caller's home domain: where its screens start. */
 export const homeDomain = (me) => (me.principal_type === 'merchant' ? me.merchant_id : 'global')
@@ -263,7 +292,10 @@ export function useConfirm() {
     }
   }
   const onKeyDown = (event) => {
-    if (event.key === 'Escape' && !busy) setAsked(null)
+    if (event.key !== 'Escape') return
+    // Escape answers the question only: a batch the question is about stays (the matrix drops its batch on Escape).
+    event.stopPropagation()
+    if (!busy) setAsked(null)
   }
   const panel = html`${asked
       ? html`<div class="panel confirm" role="alertdialog" aria-label=${asked.question} onKeyDown=${onKeyDown}>

@@ -68,7 +68,7 @@ t.test('every command, in process, against one store', async (t) => {
   })
 
   t.test('onboard-merchant creates a merchant and its super_admin, as the system', async (t) => {
-    const made = await cli('onboard-merchant', '--merchant-id', 'm-7', '--email', 'owner@m7.example', '--password', 'owner-pass-1', '--phone', '+1 555 0100')
+    const made = await cli('onboard-merchant', '--merchant-id', 'm-7', '--email', 'owner@m7.example', '--password', 'owner-pass-1', '--phone', '+1 555 0100', '--display-name', 'Seven Books')
     t.equal(made.code, 0, made.err)
     t.match(made.out, /onboarded merchant m-7; its super_admin is owner@m7.example/)
     const { rows } = await db.query<Record<string, unknown>>(
@@ -81,6 +81,7 @@ t.test('every command, in process, against one store', async (t) => {
       "SELECT actor_id, actor_type, domain FROM permission_audit WHERE action = 'onboard'",
     )
     t.same(audit, [{ actor_id: 'system', actor_type: 'system', domain: 'm-7' }], 'audited with the system actor')
+    t.same((await db.query("SELECT display_name FROM merchants WHERE id = 'm-7'")).rows, [{ display_name: 'Seven Books' }], 'named as --display-name says')
 
     const twice = await cli('onboard-merchant', '--merchant-id', 'm-7', '--email', 'other@m7.example', '--password', 'owner-pass-1')
     t.equal(twice.code, 1)
@@ -101,6 +102,8 @@ t.test('every command, in process, against one store', async (t) => {
       ['bad phone', ['--merchant-id', 'm-8', '--email', 'g@x.example', '--password', 'owner-pass-1', '--phone', 'call me'], /--phone/],
       ['no password', ['--merchant-id', 'm-8', '--email', 'g@x.example'], /--password is required/],
       ['unknown option', ['--merchant-id', 'm-8', '--email', 'g@x.example', '--password', 'owner-pass-1', '--role', 'x'], /--role/],
+      ['display name with a control character', ['--merchant-id', 'm-8', '--email', 'g@x.example', '--password', 'owner-pass-1', '--display-name', 'a\u0007b'], /--display-name/],
+      ['display name too long', ['--merchant-id', 'm-8', '--email', 'g@x.example', '--password', 'owner-pass-1', '--display-name', 'x'.repeat(121)], /--display-name/],
     ]
     for (const [name, args, message] of cases) {
       const result = await cli('onboard-merchant', ...args)

@@ -35,8 +35,8 @@ export class CliFailure extends Error {}
 export const USAGE = `usage: admin-permission-service <command> [options]
 
   bootstrap --email E --password P [--name N]     create the system-owner super_admin (idempotent)
-  onboard-merchant --merchant-id M --email E --password P [--name N] [--phone X]
-                                                  create a merchant and its super_admin
+  onboard-merchant --merchant-id M --email E --password P [--name N] [--phone X] [--display-name D]
+                                                  create a merchant (named D, else by its id) and its super_admin
   token --email E [--ttl 1h]                      print an access token for an account (ttl: 30m, 1h, 2d or seconds)
   model check [--model F] [--decisions F] [--policy F] [--against OLD]
                                                   validate a Casbin model and replay the policy through it; with
@@ -110,11 +110,25 @@ export async function bootstrapCommand(ctx: CliContext, args: string[]): Promise
 export async function onboardCommand(ctx: CliContext, args: string[]): Promise<number> {
   const o = parseOptions(
     args,
-    { 'merchant-id': { type: 'string' }, email: { type: 'string' }, password: { type: 'string' }, name: { type: 'string' }, phone: { type: 'string' } },
+    {
+      'merchant-id': { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      name: { type: 'string' },
+      phone: { type: 'string' },
+      'display-name': { type: 'string' },
+    },
     ['merchant-id', 'email', 'password'],
   )
   const merchantId = o['merchant-id'] as string
-  const input = { merchant_id: merchantId, email: o.email as string, password: o.password as string, name: o.name ?? `${merchantId} owner`, phone: o.phone }
+  const input = {
+    merchant_id: merchantId,
+    email: o.email as string,
+    password: o.password as string,
+    name: o.name ?? `${merchantId} owner`,
+    phone: o.phone,
+    display_name: o['display-name'],
+  }
   checkOnboardInput(input)
   return withService(ctx, async (service) => {
     const account = await onboardMerchant(service, SYSTEM_ACTOR, input)

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util'
 import { Type, type TObject } from '@sinclair/typebox'
 import type { ErrorObject } from 'ajv'
 import { createLocalizer } from '../i18n/index.js'
-import { Email, MerchantId, Name, Password, Phone } from '../schemas/common.js'
+import { Email, MerchantDisplayName, MerchantId, Name, Password, Phone } from '../schemas/common.js'
 import { createValidatorCompiler, localiseValidation } from '../schemas/validation.js'
 
 /** A usage mistake (unknown option, missing or invalid value): exit code 2. */
@@ -46,7 +46,14 @@ function validator(schema: TObject): (input: Record<string, unknown>) => void {
 export const checkBootstrapInput = validator(Type.Object({ email: Email, password: Password, name: Type.Optional(Name) }))
 
 export const checkOnboardInput = validator(
-  Type.Object({ merchant_id: MerchantId, email: Email, password: Password, name: Type.Optional(Name), phone: Type.Optional(Phone) }),
+  Type.Object({
+    merchant_id: MerchantId,
+    email: Email,
+    password: Password,
+    name: Type.Optional(Name),
+    phone: Type.Optional(Phone),
+    display_name: Type.Optional(MerchantDisplayName),
+  }),
 )
 
 const TTL_UNITS = { '': 1, s: 1, m: 60, h: 3600, d: 86400 } as const

@@ -16,7 +16,7 @@ export interface MerchantPage {
   total: number
 }
 
-/** list-merchants: by id, for platform staff only (a merchant admin never learns other merchants' ids). */
+/** list-merchants: by id (`q`: an id prefix or part of the display name), for platform staff only (a merchant admin never learns other merchants' ids). */
 export async function listMerchants(ctx: Pick<CommandContext, 'db'>, caller: Caller, query: MerchantQuery): Promise<MerchantPage> {
   if (caller.account.principal_type !== 'system_owner') throw new ServiceError('PRINCIPAL_TYPE_DENIED', { principal_type: caller.account.principal_type })
   const page = query.page ?? 1

@@ -14,6 +14,8 @@ export interface OnboardMerchantInput {
   password: string
   name: string
   phone?: string | undefined
+  /** The merchant's name for people; its id when absent. */
+  display_name?: string | undefined
 }
 
 /** Creates a merchant and its `super_admin`: a merchant exists once its super_admin does. */
@@ -26,7 +28,7 @@ export async function onboardMerchant(ctx: CommandContext, actor: Actor, input: 
   if (await emailTaken(ctx.db, input.email)) throw new ServiceError('EMAIL_TAKEN')
   const passwordHash = await ctx.passwords.hash(input.password)
   const outcome = await ctx.writes.run(async (tx) => {
-    if (!(await insertMerchant(tx, input.merchant_id))) throw new ServiceError('MERCHANT_EXISTS')
+    if (!(await insertMerchant(tx, input.merchant_id, input.display_name ?? input.merchant_id))) throw new ServiceError('MERCHANT_EXISTS')
     const { account, changes: accountChanges } = await writeAccount(tx, {
       email: input.email,
       password_hash: passwordHash,

@@ -17,6 +17,8 @@ export interface RolePermissions {
   domain: string
   is_root: boolean
   permissions: Array<{ obj: string; act: string; domain: string; label: string; group_name: string }>
+  /** The pairs the sub-role is denied in the domain or in `global`: a role's deny is lifted by no command, so a client shows them as fixed. */
+  denied: Array<{ obj: string; act: string; domain: string; label: string; group_name: string }>
 }
 
 export interface UserPermissions {
@@ -48,18 +50,19 @@ export async function getRolePermissions(ctx: CommandContext, caller: Caller, su
   const active = ctx.engine.catalogEntries().filter(holdable)
   if (isRoot) {
     const permissions = active.map((e) => ({ obj: e.obj, act: e.act, domain, label: e.label, group_name: e.group_name }))
-    return { sub_role_code: subRole, domain, is_root: true, permissions }
+    return { sub_role_code: subRole, domain, is_root: true, permissions, denied: [] }
   }
   const rules = ctx.engine.rulesOf(subRole, domain === GLOBAL_DOMAIN ? [GLOBAL_DOMAIN] : [domain, GLOBAL_DOMAIN])
   const denied = new Set(rules.filter((r) => r.effect === 'deny').map((r) => `${r.obj}:${r.act}`))
-  const permissions = rules
-    .filter((r) => r.effect === 'allow' && !denied.has(`${r.obj}:${r.act}`))
-    .flatMap((r) => {
-      const entry = ctx.engine.catalogEntry(r.obj, r.act)
-      return holdable(entry) ? [{ obj: r.obj, act: r.act, domain: r.domain, label: entry.label, group_name: entry.group_name }] : []
-    })
-    .sort((a, b) => byCodeUnits(a.obj, b.obj) || byCodeUnits(a.act, b.act) || byCodeUnits(a.domain, b.domain))
-  return { sub_role_code: subRole, domain, is_root: false, permissions }
+  const listed = (effect: 'allow' | 'deny') =>
+    rules
+      .filter((r) => r.effect === effect && (effect === 'deny' || !denied.has(`${r.obj}:${r.act}`)))
+      .flatMap((r) => {
+        const entry = ctx.engine.catalogEntry(r.obj, r.act)
+        return holdable(entry) ? [{ obj: r.obj, act: r.act, domain: r.domain, label: entry.label, group_name: entry.group_name }] : []
+      })
+      .sort((a, b) => byCodeUnits(a.obj, b.obj) || byCodeUnits(a.act, b.act) || byCodeUnits(a.domain, b.domain))
+  return { sub_role_code: subRole, domain, is_root: false, permissions: listed('allow'), denied: listed('deny') }
 }
 
 function userPermissions(engine: PermissionEngine, subject: Account, domain: string): UserPermissions {

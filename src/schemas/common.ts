@@ -22,6 +22,8 @@ const PLAIN_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cf}\\p{Cs}]*$'
 export const PlainText = (minLength: number, maxLength: number) => Type.String({ minLength, maxLength, pattern: PLAIN_TEXT_PATTERN })
 
 export const Name = PlainText(1, 200)
+/** A merchant's name for people (its id when none is given). */
+export const MerchantDisplayName = PlainText(1, 120)
 export const Phone = Type.String({ minLength: 1, maxLength: 40, pattern: '^[0-9+()\\-. ]+$' })
 export const SubRoleCode = Type.String({ pattern: SUB_ROLE_CODE_PATTERN, examples: ['support_agent'] })
 export const MerchantId = Type.String({ pattern: MERCHANT_ID_PATTERN, examples: ['m-1001'] })

@@ -107,13 +107,16 @@ export const CatalogItem = Type.Object({
   }),
 })
 
+const RolePair = Type.Object({ obj: Type.String(), act: Type.String(), domain: Type.String(), label: Type.String(), group_name: Type.String() })
+
 export const RolePermissionsData = Type.Object({
   sub_role_code: Type.String(),
   domain: Type.String(),
   is_root: Type.Boolean(),
-  permissions: Type.Array(
-    Type.Object({ obj: Type.String(), act: Type.String(), domain: Type.String(), label: Type.String(), group_name: Type.String() }),
-  ),
+  permissions: Type.Array(RolePair),
+  denied: Type.Array(RolePair, {
+    description: "The pairs the sub-role is denied in the domain or in `global` (`role_deny`); a deny wins over a grant, and no command lifts it (a policy import does)",
+  }),
 })
 
 export const UserPermissionsData = Type.Object({

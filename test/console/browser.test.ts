@@ -115,6 +115,8 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     const index = await fetch(`${server.base}/console/`)
     t.match(index.headers.get('content-security-policy'), /script-src 'self'(;|$)/, 'CSP: scripts from this origin only')
     t.notMatch(index.headers.get('content-security-policy'), /unsafe-inline/)
+    const icon = await page.request.get(`${server.base}/console/favicon.svg`)
+    t.match({ status: icon.status(), type: icon.headers()['content-type'] }, { status: 200, type: 'image/svg+xml' }, 'the favicon the page names is served (no 404 for /favicon.ico)')
     await signIn(ROOT_EMAIL, ROOT_PASSWORD)
     t.ok(await page.getByRole('heading', { level: 2, name: 'Accounts' }).isVisible(), 'the accounts screen opens')
     const stored = await page.evaluate(() => ({ session: Object.keys(sessionStorage), local: Object.keys(localStorage), cookie: document.cookie }))
@@ -123,20 +125,56 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.ok(stored.session.includes('aps.console.token'), 'the token is in sessionStorage')
   })
 
-  await t.test('merchants: onboard two', async (t) => {
+  await t.test('merchants: onboard two, one with a name; the list shows names, searches them, and a row opens its accounts', async (t) => {
     await open('Merchants')
-    for (const id of ['shop-a', 'shop-b']) {
+    for (const [id, displayName] of [
+      ['shop-a', 'Shop A Books'],
+      ['shop-b', ''],
+    ] as const) {
       await page.getByLabel('Merchant id').fill(id)
+      await page.getByLabel('Merchant name (optional: the id when empty)').fill(displayName)
       await page.getByLabel('E-mail').fill(`owner@${id}.example`)
-      await page.getByLabel('Name').fill(`Owner ${id}`)
+      await page.getByLabel('Name', { exact: true }).fill(`Owner ${id}`)
       await page.getByLabel('Password').fill('owner-pass-123')
       await page.getByRole('button', { name: 'Onboard a merchant' }).click()
       await status(`Onboarded ${id}.`)
     }
-    await page.getByRole('cell', { name: 'shop-b', exact: true }).waitFor()
+    await page.getByRole('link', { name: 'shop-b', exact: true }).waitFor()
     const merchants = await get('/v2/admin/merchants')
-    t.same(merchants.items.map((m) => m.merchant_id), ['shop-a', 'shop-b'], 'the API lists both')
+    t.same(merchants.items.map((m) => [m.merchant_id, m.display_name]), [['shop-a', 'Shop A Books'], ['shop-b', 'shop-b']], 'the API lists both, shop-b named by its id')
+    t.ok(await page.locator('tr[data-merchant="shop-a"]').getByRole('link', { name: 'Shop A Books' }).isVisible(), 'the list shows the name')
     await page.screenshot({ path: join(shots, 'merchants.png') })
+
+    // A search in flight says so; one that finds nothing says that.
+    let release = (): void => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    await page.route('**/v2/admin/merchants?*', async (route) => {
+      await held
+      await route.continue()
+    })
+    await page.getByLabel('Id starts with, or name contains').fill('BOOKS')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor()
+    t.pass('a list in flight shows "Loading…"')
+    release()
+    await page.getByRole('link', { name: 'shop-b', exact: true }).waitFor({ state: 'detached' })
+    await page.unroute('**/v2/admin/merchants?*')
+    t.equal(await page.getByRole('status').filter({ hasText: 'Loading…' }).count(), 0, 'and no longer once answered')
+    t.ok(await page.getByRole('link', { name: 'Shop A Books' }).isVisible(), 'the name is searched, ignoring case')
+    await page.getByLabel('Id starts with, or name contains').fill('nothing-here')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'No merchant matches this search.' }).waitFor()
+    t.equal(await page.locator('table').count(), 0, 'an empty list is a sentence, not a bare header')
+
+    await page.getByLabel('Id starts with, or name contains').fill('shop')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('link', { name: 'Shop A Books' }).click()
+    await page.getByRole('heading', { level: 2, name: 'Accounts' }).waitFor()
+    t.equal(new URL(page.url()).hash, '#/accounts/shop-a', "the row opens the merchant's accounts")
+    await page.getByRole('link', { name: 'owner@shop-a.example' }).waitFor()
+    t.equal(await page.getByRole('link', { name: 'owner@shop-b.example' }).count(), 0, 'of that merchant only')
+    t.equal(await page.getByLabel('Merchant', { exact: true }).first().inputValue(), 'shop-a', 'the merchant filter says which')
+    t.ok(await page.getByLabel('Merchant', { exact: true }).first().getByRole('option', { name: 'Shop A Books (shop-a)' }).count(), 'pickers name merchants by their names')
   })
 
   await t.test('shadow model: the screen says why nothing is compared', async (t) => {
@@ -248,28 +286,121 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByText('Page 1 of 1 (1 in all)').waitFor()
     t.equal(await page.getByRole('link', { name: 'clerk2@shop-a.example' }).count(), 0, 'the filter applies')
     await page.screenshot({ path: join(shots, 'accounts.png') })
+    await page.getByLabel('Search (e-mail or name)').fill('nobody-here')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByRole('status').filter({ hasText: 'No account matches these filters.' }).waitFor()
+    t.equal(await page.locator('table').count(), 0, 'an empty list says so in words, not with a bare header')
   })
 
-  await t.test('permission matrix: a grant previewed, then saved', async (t) => {
+  await t.test('permission matrix: a batch of grants, a deny and a revoke, previewed once, saved in one call, by keyboard', async (t) => {
     await open('Sub-roles')
     await page.getByRole('button', { name: 'Permissions: clerk' }).click()
     await page.getByRole('heading', { name: 'Permissions of clerk in global (the platform)' }).waitFor()
     t.equal(await page.getByLabel(/Onboard merchants/).count(), 1, 'in global the matrix offers the platform pair')
+    // A grant made in global (a platform template) reaches shop-a, where it cannot be taken back.
+    t.equal((await apiCall('POST', '/v2/admin/permissions/roles/clerk/grant', rootToken, { command: 'grant-role-permission', data: { obj: 'customers', act: 'read' } })).status, 200)
     await page.getByLabel('Domain').selectOption('shop-a')
     await page.getByRole('button', { name: 'Permissions: clerk' }).click()
     await page.getByRole('heading', { name: 'Permissions of clerk in shop-a' }).waitFor()
-    await page.getByLabel(/Refund orders/).waitFor()
+    const cell = (label: string) => page.getByRole('radiogroup', { name: label })
+    await cell('Refund orders orders:refund').waitFor()
+    const customers = cell('View customers customers:read')
+    t.ok(await customers.getByRole('radio', { name: 'Allow' }).isChecked(), 'the global grant shows in shop-a')
+    t.ok(await customers.getByRole('radio', { name: 'None' }).isDisabled(), 'but is not offered to be taken back there')
+    t.ok(await customers.getByRole('radio', { name: 'Deny' }).isEnabled(), 'a deny in shop-a still is')
+    t.ok(await customers.getByText('Granted in global (the platform): taken back there, not here.').isVisible(), 'and the cell says why')
     t.equal(await page.getByLabel(/Onboard merchants/).count(), 0, 'in a merchant it does not (the API refuses it there)')
-    await page.getByLabel(/Refund orders/).check()
-    await page.getByText('1 user gains orders:refund').waitFor()
+    const bulk: string[] = []
+    const onBulk = (request: { url(): string; postData(): string | null }) => {
+      if (new URL(request.url()).pathname === '/v2/admin/permissions/changes') bulk.push(request.postData() ?? '')
+    }
+    page.on('request', onBulk)
+
+    // Space marks a cell: the focus stays on it and no other cell is disabled.
+    const refundAllow = cell('Refund orders orders:refund').getByRole('radio', { name: 'Allow' })
+    await refundAllow.focus()
+    await page.keyboard.press('Space')
+    await page.getByRole('region', { name: '1 change waiting' }).waitFor()
+    t.ok(await refundAllow.isChecked(), 'Space marked the cell')
+    t.ok(await refundAllow.evaluate((el) => el === document.activeElement), 'the focus stays on the cell')
+    t.ok((await page.locator('.matrix input[type=radio]:not([disabled])').count()) > 10, 'the other cells stay usable')
+    await page.keyboard.press('Escape')
+    await page.getByRole('region', { name: '1 change waiting' }).waitFor({ state: 'detached' })
+    t.ok(await cell('Refund orders orders:refund').getByRole('radio', { name: 'None' }).isChecked(), 'Escape drops the batch: the cell is back as it was')
+    t.equal(await page.evaluate(() => document.activeElement?.getAttribute('name')), 'cell-orders-refund', 'and the focus is back on that cell, not the page')
+
+    // A batch: two grants by keyboard and by mouse, and a deny.
+    await refundAllow.focus()
+    await page.keyboard.press('Space')
+    await cell('View products products:read').getByRole('radio', { name: 'Allow' }).check()
+    await cell('View reports reports:read').getByRole('radio', { name: 'Deny' }).check()
+    const pending = page.getByRole('region', { name: '3 changes waiting' })
+    await pending.waitFor()
+    t.ok(await pending.getByText('Deny View reports (reports:read)').isVisible(), 'the batch in words')
+    // Tab goes on from the cells to the batch's buttons.
+    await cell('View reports reports:read').getByRole('radio', { name: 'Deny' }).focus()
+    let reached = false
+    for (let i = 0; i < 40 && !reached; i++) {
+      await page.keyboard.press('Tab')
+      reached = await pending.getByRole('button', { name: 'Preview' }).evaluate((el) => el === document.activeElement)
+    }
+    t.ok(reached, 'Tab reaches Preview')
+    t.same(bulk, [], 'nothing asked of the API while cells are marked')
+    await page.keyboard.press('Enter')
+    await pending.getByText('1 user gains access. 0 users lose access.').waitFor()
+    t.ok(await pending.getByText('clerk1@shop-a.example gains Refund orders (orders:refund) and View products (products:read).').isVisible(), 'who gains what, in words')
+    t.equal(bulk.length, 1, 'one preview for the whole batch')
+    t.match(JSON.parse(bulk[0] ?? '{}'), {
+      command: 'apply-permission-changes',
+      data: {
+        dry_run: true,
+        changes: [
+          { kind: 'role_grant', sub_role: 'clerk', obj: 'orders', act: 'refund', domain: 'shop-a' },
+          { kind: 'role_grant', sub_role: 'clerk', obj: 'products', act: 'read', domain: 'shop-a' },
+          { kind: 'role_deny', sub_role: 'clerk', obj: 'reports', act: 'read', domain: 'shop-a' },
+        ],
+      },
+    }, 'through the bulk endpoint, as a dry run')
+    type RolePair = { obj: string; act: string; domain: string }
+    const inShopA = (pairs: unknown) => (pairs as RolePair[]).filter((p) => p.domain === 'shop-a')
     const before = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
-    t.same(before.permissions, [], 'the dry run wrote nothing')
+    t.same([inShopA(before.permissions), before.denied], [[], []], 'the dry run wrote nothing')
     await page.screenshot({ path: join(shots, 'permission-matrix.png') })
-    await page.getByRole('button', { name: 'Save' }).click()
-    await status('Saved.')
+    await pending.getByRole('button', { name: 'Save' }).click()
+    // A deny takes access away (now or from whoever gets the sub-role): asked first.
+    const question = page.getByRole('alertdialog', { name: "Save 3 changes to clerk in shop-a? 0 users lose access. A sub-role's deny cannot be taken back here." })
+    await question.getByRole('button', { name: 'Confirm' }).click()
+    await status('Saved 3 changes.')
+    t.equal(bulk.length, 2, 'saved in one more call')
+    t.notOk('dry_run' in (JSON.parse(bulk[1] ?? '{}') as { data: Record<string, unknown> }).data, 'the same list, without dry_run')
     const after = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
-    t.match(after.permissions, [{ obj: 'orders', act: 'refund', domain: 'shop-a' }], 'the API has the grant')
-    t.ok(await page.getByLabel(/Refund orders/).isChecked(), 'the matrix shows it')
+    t.match(inShopA(after.permissions), [{ obj: 'orders', act: 'refund', domain: 'shop-a' }, { obj: 'products', act: 'read', domain: 'shop-a' }], 'the API has the grants')
+    t.match(after.denied, [{ obj: 'reports', act: 'read', domain: 'shop-a' }], 'and the deny')
+    t.ok(await refundAllow.isChecked(), 'the matrix shows the grant')
+    const reports = cell('View reports reports:read')
+    t.ok(await reports.getByRole('radio', { name: 'Deny' }).isChecked(), 'and the deny')
+    t.ok(await reports.getByRole('radio', { name: 'None' }).isDisabled(), 'which no change here lifts')
+    t.ok(await reports.getByText("Denied: no change here lifts a sub-role's deny (a policy import does).").isVisible(), 'and says so')
+
+    // A revoke: who loses what, asked first with the consequence; Escape answers the question and keeps the batch.
+    await cell('View products products:read').getByRole('radio', { name: 'None' }).check()
+    const revoke = page.getByRole('region', { name: '1 change waiting' })
+    await revoke.getByText('Take back View products (products:read)').waitFor()
+    await revoke.getByRole('button', { name: 'Preview' }).click()
+    await revoke.getByText('clerk1@shop-a.example loses View products (products:read).').waitFor()
+    await revoke.getByRole('button', { name: 'Save' }).click()
+    const asked = page.getByRole('alertdialog', { name: 'Save 1 change to clerk in shop-a? 1 user loses access.' })
+    await asked.waitFor()
+    await page.keyboard.press('Escape')
+    await asked.waitFor({ state: 'detached' })
+    t.ok(await revoke.isVisible(), 'Escape on the question keeps the batch')
+    await revoke.getByRole('button', { name: 'Save' }).click()
+    await asked.getByRole('button', { name: 'Confirm' }).click()
+    await status('Saved 1 change.')
+    const revoked = await get('/v2/admin/permissions/roles/clerk?domain=shop-a')
+    t.match(inShopA(revoked.permissions), [{ obj: 'orders', act: 'refund' }], 'the API took it back')
+    t.equal(inShopA(revoked.permissions).length, 1, 'and only that')
+    page.off('request', onBulk)
 
     // Created while the list shows shop-a: the sub-role is shop-a's, not a platform template.
     await page.getByRole('heading', { name: 'Create a sub-role in shop-a' }).waitFor()
@@ -302,7 +433,8 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByLabel('Expires at (optional, Europe/Madrid time)').fill('2099-01-31T18:00')
     await page.getByRole('button', { name: 'Apply' }).click()
     await status('Saved.')
-    await page.locator('tr[data-pair="orders:cancel"]').getByText('allowed for this user (override)').waitFor()
+    await page.locator('tr[data-pair="orders:cancel"]').getByText(`allowed for this user by ${ROOT_EMAIL}`).waitFor()
+    t.pass('the explanation names who made the override, by e-mail')
     const effective = await get(`/v2/admin/permissions/users/${clerkId}`)
     const cancel = (effective.permissions as Array<Record<string, unknown>>).find((p) => p.act === 'cancel')
     t.match(cancel, { source: 'user', obj: 'orders' }, 'the API has the allow override')
@@ -319,6 +451,14 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.locator('tr[data-pair="orders:cancel"]').getByText('nothing grants it').waitFor()
     const revoked = await get(`/v2/admin/permissions/users/${clerkId}`)
     t.notOk((revoked.permissions as Array<Record<string, unknown>>).some((p) => p.act === 'cancel'), 'the API removed the override')
+
+    await page.getByLabel('Permission', { exact: true }).selectOption('orders:read')
+    await page.getByLabel('Change').selectOption('deny')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.getByRole('alertdialog', { name: 'Deny orders:read to clerk1@shop-a.example? They lose it now, whatever their sub-role grants.' }).getByRole('button', { name: 'Confirm' }).click()
+    await page.locator('tr[data-pair="orders:read"]').getByText(`denied for this user by ${ROOT_EMAIL}`).waitFor()
+    t.pass('a deny override is explained with who made it')
+    t.equal(await page.getByLabel('Change').inputValue(), 'deny', 'after saving, the change stays what was just done (not back to Grant)')
   })
 
   await t.test('an id from the address bar never becomes another API path', async (t) => {
@@ -405,13 +545,19 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
         await open('Sub-roles')
         await page.getByRole('button', { name: 'Permissions: clerk' }).click()
         await page.getByRole('heading', { name: /^Permissions of clerk in/ }).waitFor()
+        await page.getByRole('radiogroup', { name: 'Cancel orders orders:cancel' }).getByRole('radio', { name: 'Deny' }).check()
+        await page.getByRole('button', { name: 'Preview' }).click()
+        await page.getByRole('button', { name: 'Save' }).waitFor()
       }],
       ['Access review', () => open('Access review')],
       ['Audit trail', async () => {
         await open('Audit trail')
         await page.locator('tbody tr').first().waitFor()
       }],
-      ['Merchants', () => open('Merchants')],
+      ['Merchants', async () => {
+        await open('Merchants')
+        await page.getByRole('link', { name: 'Shop A Books' }).waitFor()
+      }],
       ['a user', async () => {
         await page.goto(`${server.base}/console/#/users/${clerkId}`)
         await page.getByRole('heading', { name: 'Overrides' }).waitFor()
@@ -508,6 +654,9 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.goto(`${server.base}/console/#/merchants`)
     await page.getByRole('heading', { level: 2, name: 'Accounts' }).waitFor()
     t.equal(await page.getByText('shop-b').count(), 0, 'a link to the merchants shows its accounts instead')
+    await page.goto(`${server.base}/console/#/accounts/shop-b`)
+    await page.getByRole('link', { name: 'clerk1@shop-a.example' }).waitFor()
+    t.equal(await page.getByText('shop-b').count(), 0, "another merchant's accounts link lists its own merchant's")
     await open('Sub-roles')
     t.equal(await page.getByLabel('Domain').count(), 0, 'no domain picker')
     await page.getByRole('cell', { name: 'Shop-a picker' }).waitFor()
@@ -558,7 +707,9 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     await page.getByRole('button', { name: 'Filter' }).click()
     await page.locator('tr[data-decision="dec-2"]').waitFor()
     t.same(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-decision'))), ['dec-3', 'dec-2', 'dec-1'], "all of the user's decisions")
-    await page.locator('tr[data-decision="dec-2"]').getByText('granted to the sub-role').waitFor()
+    await page.locator('tr[data-decision="dec-2"]').getByText('granted to clerk in shop-a').waitFor()
+    t.equal(await page.locator('tr[data-decision="dec-2"] td').nth(5).locator('code').count(), 0, 'the why in words, no raw Casbin row')
+    t.match(await page.locator('tr[data-decision="dec-2"] time').textContent(), /GMT\+2$/, "the time in the browser's zone (Madrid in June), named")
     await page.getByLabel('Permission', { exact: true }).selectOption('orders:refund')
     // datetime-local is in the browser's zone (the context's Europe/Madrid): 09:02:30 UTC as it reads there.
     const zoned = new Intl.DateTimeFormat('sv-SE', {

@@ -69,6 +69,10 @@ t.test('plurals follow the language', async (t) => {
   t.equal(en('previewGrant', { count: 3, pair: 'orders:refund' }), '3 users gain orders:refund')
   t.equal(es('previewGrant', { count: 1, pair: 'orders:refund' }), '1 usuario obtiene orders:refund')
   t.equal(es('previewRevoke', { count: 0, pair: 'orders:refund' }), '0 usuarios pierden orders:refund')
+  t.equal(en('batchPending', { count: 1 }), '1 change waiting')
+  t.equal(es('batchPending', { count: 2 }), '2 cambios pendientes')
+  t.equal(es('batchGains', { count: 1 }), '1 usuario obtiene acceso.')
+  t.equal(es('batchLoses', { count: 3 }), '3 usuarios pierden acceso.')
 })
 
 t.test("the API's message files hold the same keys in both languages, none empty", async (t) => {

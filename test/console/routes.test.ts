@@ -49,7 +49,10 @@ t.test('a route id is read only when it matches its pattern', async (t) => {
     t.same(routes.readRoute(`#/users/${id}`), { section: 'users', id: null }, JSON.stringify(id))
   }
   t.same(routes.readRoute(`#/users/${USER}/../../v2`), { section: 'users', id: null }, 'more segments after the id')
-  t.same(routes.readRoute(`#/accounts/${USER}`), { section: 'accounts', id: null }, 'a section that takes no id')
+  t.same(routes.readRoute(`#/shadow/${USER}`), { section: 'shadow', id: null }, 'a section that takes no id')
+  for (const section of ['constructor', '__proto__', 'toString']) t.same(routes.readRoute(`#/${section}/x`), { section, id: null }, `${section} is no section's pattern`)
+  t.same(routes.readRoute('#/accounts/shop-a'), { section: 'accounts', id: 'shop-a' }, "a merchant's accounts")
+  for (const id of ['..', '.hidden', '-x', 'a/b', '..\\v2', 'x'.repeat(65)]) t.same(routes.readRoute(`#/accounts/${id}`), { section: 'accounts', id: null }, `merchant ${JSON.stringify(id)}`)
 })
 
 t.test('values in an API path are encoded as one segment each', async (t) => {

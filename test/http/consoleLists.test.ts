@@ -160,6 +160,31 @@ t.test('list-merchants', async (t) => {
   t.same(paged.items.map((m) => m.merchant_id), ['shopxa2'])
   t.equal(paged.total, 3)
 
+  t.test('display names: given at onboarding, the id when absent, found by part of the name', async (t) => {
+    const onboardNamed = (data: Record<string, unknown>) =>
+      ta.call({ method: 'POST', url: '/v2/admin/merchants', body: { command: 'onboard-merchant', data: { password: 'merchant-pass-1', name: 'Owner', ...data } } })
+    const named = await onboardNamed({ merchant_id: 'acme-7', email: 'owner@acme-7.example', display_name: 'Acme Books & Co.' })
+    t.equal(named.statusCode, 201, 'onboarded with a display name')
+    for (const [name, value] of [
+      ['empty', ''],
+      ['longer than 120 characters', 'x'.repeat(121)],
+      ['a control character', 'Acme\u0007'],
+      ['a bidi override', 'Acme\u202e'],
+    ] as const) {
+      const refused = await onboardNamed({ merchant_id: 'bad-1', email: 'owner@bad-1.example', display_name: value })
+      t.match({ status: refused.statusCode, code: refused.json().response_code, fields: refused.json().errors?.map((e: { field: string }) => e.field) }, { status: 400, code: '100', fields: ['display_name'] }, `${name} is refused`)
+    }
+    t.equal((await onboardNamed({ merchant_id: 'max-1', email: 'owner@max-1.example', display_name: 'y'.repeat(120) })).statusCode, 201, '120 characters are taken')
+    const all = await list('?page_size=100')
+    t.same(Object.keys(all.items[0] ?? {}).sort(), ['admins', 'created_at', 'display_name', 'merchant_id'], "a merchant's keys")
+    const names = Object.fromEntries(all.items.map((m) => [m.merchant_id, (m as { display_name?: string }).display_name]))
+    t.match(names, { 'acme-7': 'Acme Books & Co.', 'shop-b': 'shop-b', 'max-1': 'y'.repeat(120) }, 'onboarded without one, a merchant is named by its id')
+    t.same((await list('?q=books')).items.map((m) => m.merchant_id), ['acme-7'], 'q finds part of the name, ignoring case')
+    t.same((await list('?q=acme')).items.map((m) => m.merchant_id), ['acme-7'], 'and still an id prefix')
+    t.same((await list('?q=me-7')).items, [], 'an id is matched by its start only (acme-7 is named otherwise)')
+    t.same((await list('?q=%25')).items, [], '% in q is a plain character')
+  })
+
   const verification = await ta.call({ method: 'GET', url: '/v2/admin/permissions/audit-log/verification' })
   t.equal(verification.statusCode, 200, 'the audit chain verification')
   const { rows } = await ta.service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM permission_audit')
@@ -188,6 +213,17 @@ t.test('catalog labels in the response locale', async (t) => {
   await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: { command: 'grant-role-permission', data: { obj: 'orders', act: 'refund' } } })
   const role = (await ta.call({ method: 'GET', url: '/v2/admin/permissions/roles/clerk?lang=es' })).json().data
   t.match(role.permissions, [{ obj: 'orders', act: 'refund', label: 'Reembolsar pedidos', group_name: 'Pedidos' }], "a role's permissions too")
+
+  // A role's deny (only a bulk list makes one) is listed apart, so the console's matrix can show it as fixed.
+  const denied = await ta.call({
+    method: 'POST',
+    url: '/v2/admin/permissions/changes',
+    body: { command: 'apply-permission-changes', data: { changes: [{ kind: 'role_deny', sub_role: 'clerk', obj: 'orders', act: 'refund' }] } },
+  })
+  t.equal(denied.statusCode, 200, 'role_deny applied')
+  const withDeny = (await ta.call({ method: 'GET', url: '/v2/admin/permissions/roles/clerk?lang=es' })).json().data
+  t.same(withDeny.permissions, [], 'a denied pair is no longer among the permissions')
+  t.same(withDeny.denied, [{ obj: 'orders', act: 'refund', domain: 'global', label: 'Reembolsar pedidos', group_name: 'Pedidos' }], 'it is listed as denied, localised')
 
   const esMessages = JSON.parse(readFileSync(new URL('../../src/i18n/es.json', import.meta.url), 'utf8')) as {
     catalog: { labels: Record<string, string>; groups: Record<string, string> }

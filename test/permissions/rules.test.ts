@@ -310,7 +310,7 @@ t.test('permission rules: effective sets per domain, tenancy, escalation and the
     t.same(Object.keys(items[0] ?? {}).sort(), ['act', 'group_name', 'is_active', 'label', 'obj', 'scope'])
     t.ok(items.some((i) => i.obj === 'admin' && i.act === 'register' && i.is_active === true))
     const role = await ta.call({ method: 'GET', url: '/v2/admin/permissions/roles/clerk?domain=m1' })
-    t.same(Object.keys(role.json().data).sort(), ['domain', 'is_root', 'permissions', 'sub_role_code'])
+    t.same(Object.keys(role.json().data).sort(), ['denied', 'domain', 'is_root', 'permissions', 'sub_role_code'])
     t.ok(role.json().data.permissions.some((p: { domain: string }) => p.domain === 'global'), 'global grants are listed with their domain')
     t.ok(role.json().data.permissions.some((p: { domain: string }) => p.domain === 'm1'))
     const profile = await ta.call({ method: 'GET', url: '/v2/profile/permissions', token: ta.tokenFor(w.m1Clerk) })

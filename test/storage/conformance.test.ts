@@ -223,6 +223,10 @@ for (const backend of backends) {
         ],
       )
       t.equal((await listMerchants(db, prefix.replace('_', '%'), 1, 10)).total, 0, '% in a prefix is a plain character')
+      t.same(list.items.map((m) => m.display_name), [`${prefix}a`, `${prefix}b`], 'named by their ids when no name is given')
+      const named = unique('n_')
+      t.ok(await insertMerchant(db, named, `Ünïcode Bööks ${named}`))
+      t.same((await listMerchants(db, `bööks ${named}`.toUpperCase(), 1, 10)).items.map((m) => [m.merchant_id, m.display_name]), [[named, `Ünïcode Bööks ${named}`]], 'found by part of its name, ignoring case')
     })
 
     t.test('sub-roles: insert once, exist, list, and the domain view', async (t) => {

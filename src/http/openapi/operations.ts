@@ -165,8 +165,9 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
 
   'GET /v2/admin/merchants': {
     operationId: 'list-merchants',
-    summary: 'List merchants by id.',
-    description: '`q` keeps the merchants whose id starts with it. `admins` counts each merchant\'s accounts, active or not. Only system-owner callers get it.',
+    summary: 'List merchants by id, with their names.',
+    description:
+      '`q` keeps the merchants whose id starts with it (as written) or whose `display_name` contains it, ignoring case. `display_name` is the merchant\'s name for people: its id when it was onboarded without one. `admins` counts each merchant\'s accounts, active or not. Only system-owner callers get it.',
     returns: 'one page of merchants and the total',
     data: 'MerchantPage',
     errors: [],

@@ -9,7 +9,7 @@ import { withRootFlag } from '../../domain/root.js'
 import { success } from '../envelope.js'
 import { adminAccountRoutes } from './adminAccounts.js'
 import { callerOf } from '../plugins/authentication.js'
-import { CommandBody, CreatedAccount, Email, Lang, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../../schemas/common.js'
+import { CommandBody, CreatedAccount, Email, Lang, MerchantDisplayName, MerchantId, Name, Password, Phone, SubRoleCode, bearer, responses } from '../../schemas/common.js'
 
 const RegisterBody = CommandBody(
   'register-admin',
@@ -30,10 +30,10 @@ const RegisterBody = CommandBody(
 const OnboardBody = CommandBody(
   'onboard-merchant',
   Type.Object(
-    { merchant_id: MerchantId, email: Email, password: Password, name: Name, phone: Type.Optional(Phone) },
+    { merchant_id: MerchantId, email: Email, password: Password, name: Name, phone: Type.Optional(Phone), display_name: Type.Optional(MerchantDisplayName) },
     { additionalProperties: false },
   ),
-  { merchant_id: 'm-1001', email: 'owner@m-1001.example', password: 'a-long-passphrase', name: 'Merchant owner' },
+  { merchant_id: 'm-1001', email: 'owner@m-1001.example', password: 'a-long-passphrase', name: 'Merchant owner', display_name: 'Acme Books' },
 )
 
 export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {

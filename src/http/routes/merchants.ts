@@ -7,9 +7,15 @@ import { success } from '../envelope.js'
 import { callerOf } from '../plugins/authentication.js'
 import { Paging, PlainText, ReadQuery, bearer, responses } from '../../schemas/common.js'
 
-const MerchantItem = Type.Object({ merchant_id: Type.String(), created_at: Type.String({ format: 'date-time' }), admins: Type.Integer() })
+const MerchantItem = Type.Object({
+  merchant_id: Type.String(),
+  display_name: Type.String({ description: "The merchant's name for people; its id when it was onboarded without one" }),
+  created_at: Type.String({ format: 'date-time' }),
+  admins: Type.Integer(),
+})
 
-const MerchantsQuery = ReadQuery({ q: Type.Optional(PlainText(1, 64)), ...Paging })
+/** `q`: an id prefix, or part of a display name. */
+const MerchantsQuery = ReadQuery({ q: Type.Optional(PlainText(1, 120)), ...Paging })
 
 /** The merchant list of platform staff (onboarding is in accounts.ts). */
 export const merchantRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }> = async (app, { ctx }) => {

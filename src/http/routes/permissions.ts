@@ -122,8 +122,10 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
         response: responses(200, RolePermissionsData, [404]),
       },
     },
-    async (request) =>
-      success(localisedPermissions(app.localizer, request.locale, await getRolePermissions(ctx, callerOf(request), request.params.subRoleCode, request.query.domain))),
+    async (request) => {
+      const role = localisedPermissions(app.localizer, request.locale, await getRolePermissions(ctx, callerOf(request), request.params.subRoleCode, request.query.domain))
+      return success({ ...role, denied: role.denied.map((p) => app.localizer.localiseCatalogEntry(request.locale, p)) })
+    },
   )
   app.get(
     '/v2/admin/permissions/users/:userId',
