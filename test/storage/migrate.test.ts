@@ -63,6 +63,8 @@ t.test(
     t.same((await db.query('SELECT to_regclass($1) IS NOT NULL AS made', [today])).rows, [{ made: true }], "with today's decision log partition")
     const empty = await freshDatabase(t)
     t.same(await migrate(empty), all, 'a store asked for without `migrated` is still empty')
+    const databases = (await empty.query<{ datname: string }>('SELECT datname FROM pg_database ORDER BY datname')).rows.map((r) => r.datname)
+    t.same(databases, ['postgres'], 'and holds no template database to unpack')
   },
 )
 
