@@ -7,7 +7,7 @@ import { tempDir } from './helper.js'
 import { freePort, repositoryRoot } from './support/serverProcess.js'
 import { compiledDist } from './support/compiledBuild.js'
 import { onceOnPGlite } from './support/onceOnPGlite.js'
-import { WASM_BASELINE_ONLY } from './support/nodeArgs.js'
+import { COMPILE_CACHE_ENV, WASM_BASELINE_ONLY } from './support/nodeArgs.js'
 
 onceOnPGlite('the image layout, started on pglite://memory whatever DATABASE_URL says')
 
@@ -253,7 +253,7 @@ t.test('the compiled service runs without src/', { timeout: 170_000 }, async (t)
   t.notOk(existsSync(join(app, 'src')), 'no src/ beside dist/')
 
   const port = await freePort()
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', DATABASE_URL: 'pglite://memory', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' }
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', DATABASE_URL: 'pglite://memory', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...COMPILE_CACHE_ENV }
   const child = spawn(process.execPath, [WASM_BASELINE_ONLY, 'dist/http/server.js'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()))

@@ -15,7 +15,7 @@ import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
 import { normaliseOriginalPath } from '../../src/domain/originalPath.js'
 import { AMBIGUOUS_PATHS } from './ambiguousPaths.js'
 import { compiledDist } from './compiledBuild.js'
-import { WASM_BASELINE_ONLY } from './nodeArgs.js'
+import { COMPILE_CACHE_ENV, WASM_BASELINE_ONLY } from './nodeArgs.js'
 import { sendRaw } from './rawRequest.js'
 import { freePort, processDatabase, repositoryRoot, startServer } from './serverProcess.js'
 
@@ -109,7 +109,7 @@ async function startCompiled(t: Teardown, app: string, env: Record<string, strin
   const port = await freePort()
   const child = spawn(process.execPath, [WASM_BASELINE_ONLY, 'dist/http/server.js'], {
     cwd: app,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...COMPILE_CACHE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
