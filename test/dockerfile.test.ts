@@ -5,8 +5,9 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { tempDir } from './helper.js'
 import { freePort, repositoryRoot } from './support/serverProcess.js'
+import { compiledDist } from './support/compiledBuild.js'
 import { onceOnPGlite } from './support/onceOnPGlite.js'
-import { WASM_BASELINE_ONLY } from './support/nodeArgs.js'
+import { COMPILE_CACHE_ENV, WASM_BASELINE_ONLY } from './support/nodeArgs.js'
 
 onceOnPGlite('the image layout, started on pglite://memory whatever DATABASE_URL says')
 
@@ -231,7 +232,7 @@ t.test('.dockerignore keeps the build inputs and drops local state', async (t) =
 })
 
 /**
- * The image's /app, built here: `npm run build` into a folder with only what
+ * The image's /app, built here: `npm run build`'s dist/ (compiledDist) in a folder with only what
  * the final stage copies (package.json, dist/, sql/, console/, model.conf, model.decisions) and the
  * repository's node_modules linked in. Started with plain node, it must
  * answer health checks and localise its errors from the copied locale files.
@@ -239,7 +240,7 @@ t.test('.dockerignore keeps the build inputs and drops local state', async (t) =
 t.test('the compiled service runs without src/', { timeout: 170_000 }, async (t) => {
   const app = join(tempDir(t, 'aps-image-'), 'app')
   mkdirSync(app)
-  await run('npm', ['run', 'build', '--', '--outDir', join(app, 'dist')], { cwd: repositoryRoot, timeout: 150_000 })
+  await compiledDist(join(app, 'dist'))
   for (const file of ['http/server.js', 'cli/main.js', 'i18n/index.js', 'i18n/en.json', 'i18n/es.json']) {
     t.ok(existsSync(join(app, 'dist', file)), `dist/${file} is built`)
   }
@@ -252,7 +253,7 @@ t.test('the compiled service runs without src/', { timeout: 170_000 }, async (t)
   t.notOk(existsSync(join(app, 'src')), 'no src/ beside dist/')
 
   const port = await freePort()
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', DATABASE_URL: 'pglite://memory', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' }
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', DATABASE_URL: 'pglite://memory', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', ...COMPILE_CACHE_ENV }
   const child = spawn(process.execPath, [WASM_BASELINE_ONLY, 'dist/http/server.js'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()))

@@ -12,7 +12,7 @@ import { openPGlite } from '../src/storage/pglite.js'
 import app from '../src/http/app.js'
 import { createFastify } from '../src/http/fastifyOptions.js'
 import type { Account } from '../src/domain/principals.js'
-import { emptyPGliteDataDirFile } from './support/pgliteTemplate.js'
+import { emptyPGliteDataDirFile, migratedPGliteDataDirFile } from './support/pgliteTemplate.js'
 
 /** The back end every test file runs on: PostgreSQL when DATABASE_URL says so, else an in-memory PGlite. */
 export const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined
@@ -24,7 +24,8 @@ export const backend: 'postgres' | 'pglite' = postgresUrl !== undefined ? 'postg
  * variable) starts from one initdb made per checkout instead of its own:
  * the test-only hook of `openPGlite`, docs/testing.md.
  */
-process.env.APS_TEST_PGLITE_INITDB = await emptyPGliteDataDirFile()
+const emptyStoreFile = await emptyPGliteDataDirFile()
+process.env.APS_TEST_PGLITE_INITDB = emptyStoreFile
 
 interface Teardown {
   teardown(fn: () => unknown): void
@@ -41,10 +42,20 @@ export function tempDir(t: Teardown, prefix = 'aps-'): string {
   return dir
 }
 
-/** A database of its own for one test file: a fresh schema on PostgreSQL, a fresh in-memory PGlite otherwise. */
-export async function freshDatabase(t: Teardown): Promise<Database & { schema?: string }> {
+/**
+ * A database of its own for one test file: a fresh schema on PostgreSQL, a
+ * fresh in-memory PGlite otherwise. Empty, unless `migrated` asks for one
+ * with the migrations already applied, which only a PGlite store can start
+ * from (test/support/pgliteTemplate.ts); on PostgreSQL it is empty either way
+ * and the service migrates it.
+ */
+export async function freshDatabase(t: Teardown, options: { migrated?: boolean } = {}): Promise<Database & { schema?: string }> {
   if (postgresUrl === undefined) {
-    const db = await openPGlite(null)
+    // openPGlite reads the variable when called, before it awaits anything.
+    if (options.migrated === true) process.env.APS_TEST_PGLITE_INITDB = await migratedPGliteDataDirFile()
+    const opening = openPGlite(null)
+    process.env.APS_TEST_PGLITE_INITDB = emptyStoreFile
+    const db = await opening
     t.teardown(() => db.close())
     return db
   }
@@ -88,7 +99,7 @@ export async function buildTestService(
   t: Teardown,
   options: { env?: Record<string, string | undefined>; db?: Database } & Omit<BuildOptions, 'db'> = {},
 ): Promise<Service> {
-  const db = options.db ?? (await freshDatabase(t))
+  const db = options.db ?? (await freshDatabase(t, { migrated: true }))
   const service = await buildService(testConfig(options.env), { skipFirstAdmin: true, ...options, db })
   // Its change-feed listener and poll would otherwise outlive the test.
   t.teardown(() => service.close())

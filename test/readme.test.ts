@@ -9,6 +9,7 @@ import { tempDir } from './helper.js'
 import { bash, shellBlock } from './support/readmeBlocks.js'
 import { startServer } from './support/serverProcess.js'
 import { onceOnPGlite } from './support/onceOnPGlite.js'
+import { COMPILE_CACHE_ENV } from './support/nodeArgs.js'
 
 onceOnPGlite("the README's blocks, run on pglite://memory whatever DATABASE_URL says")
 
@@ -24,7 +25,7 @@ t.test('docs/getting-started.md "Calling the API with curl" runs top to bottom a
   t.ok(password !== undefined, 'the first-start password is printed')
 
   const dir = tempDir(t, 'readme-curl-')
-  const ran = await bash(block, { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME, BASE: server.base, PASSWORD: password }, timeout: 120_000 })
+  const ran = await bash(block, { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME, BASE: server.base, PASSWORD: password, ...COMPILE_CACHE_ENV }, timeout: 120_000 })
   t.equal(ran.code, 0, `the block exits 0\n--- stderr ---\n${ran.stderr}`)
   // Every call whose answer is printed (not kept in a variable, not the CSV export) prints one success envelope.
   const printed = calls.filter((l) => l.startsWith('curl ') && !l.includes('/export')).length

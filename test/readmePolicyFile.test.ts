@@ -13,6 +13,7 @@ import { TEST_SECRET, tempDir } from './helper.js'
 import { bash, documentPaths, documentText, shellBlock } from './support/readmeBlocks.js'
 import { processDatabase, repositoryRoot } from './support/serverProcess.js'
 import { onceOnPGlite } from './support/onceOnPGlite.js'
+import { COMPILE_CACHE_ENV } from './support/nodeArgs.js'
 
 onceOnPGlite("the README's policy-file commands as printed")
 
@@ -34,7 +35,7 @@ t.test('docs/policy-and-model.md "Policy as a file": the export and import comma
   const dir = tempDir(t, 'readme-policy-')
   for (const name of ['package.json', 'node_modules', 'src', 'sql', 'model.conf', 'tsconfig.json']) symlinkSync(join(repositoryRoot, name), join(dir, name))
   const store = await processDatabase(t)
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: store.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' }
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: store.url, JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', ...COMPILE_CACHE_ENV }
 
   const quiet = { out: () => undefined, err: (line: string) => void t.comment(line) }
   t.equal(await runCli(['onboard-merchant', '--merchant-id', 'm-1', '--email', 'owner@m-1.example', '--password', 'owner-pass-1'], { env, io: quiet }), 0)

@@ -10,7 +10,7 @@ import t from 'tap'
 import { openPostgres } from '../src/storage/pg.js'
 import { postgresUrl } from './helper.js'
 import { pgliteRunOnly } from './support/onceOnPGlite.js'
-import { TEST_NODE_ARGS } from './support/nodeArgs.js'
+import { COMPILE_CACHE_ENV, TEST_NODE_ARGS } from './support/nodeArgs.js'
 
 /** The real runner in its own process: start-up and the first admin, HTTP over a socket, logs, and SIGTERM finishing in-flight requests before exit 0. */
 
@@ -44,9 +44,6 @@ interface Running {
   exited: Promise<number | null>
 }
 
-/** Node's compile cache, when the run has one (.ci/run): compiled code only, no behaviour. */
-const compileCache: Record<string, string> = process.env.NODE_COMPILE_CACHE !== undefined ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}
-
 /**
  * `node --import tsx src/http/server.ts` with `env` and nothing else from this process but PATH, the compile cache and the tests'
  * initdb for an embedded store (test/helper.ts; `APS_TEST_PGLITE_INITDB: ''` in `env` makes the process run its own).
@@ -55,7 +52,7 @@ async function startServer(t: Teardown, env: Record<string, string>): Promise<Ru
   const port = await freePort()
   const child = spawn(process.execPath, [...TEST_NODE_ARGS, 'src/http/server.ts'], {
     cwd: repositoryRoot,
-    env: { PATH: process.env.PATH ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...compileCache, ...env },
+    env: { PATH: process.env.PATH ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...COMPILE_CACHE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''

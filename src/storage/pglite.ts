@@ -308,23 +308,29 @@ class PGliteDatabase implements Database {
   }
 }
 
-/** The dump APS_TEST_PGLITE_INITDB names, as read (testInitdbDump). */
-let initdbDump: { file: string; blob: Blob } | undefined
+/** The dumps APS_TEST_PGLITE_INITDB has named, as read (testInitdbDump), by file. */
+const initdbDumps = new Map<string, Blob>()
 
 /**
  * A hook for the tests alone (docs/testing.md): APS_TEST_PGLITE_INITDB names
- * a file holding what PGlite's initdb makes, dumped by PGlite
- * (`dumpDataDir`). A new store, in memory or in a folder without a database
- * yet, then starts from it instead of running initdb: the same empty
- * database, seconds of CPU cheaper, which the test suite pays in every
- * server and command-line process it starts. Unset, nothing changes.
+ * a file holding a data folder dumped by PGlite (`dumpDataDir`): what its
+ * initdb makes, or that with the migrations applied. A new store, in memory
+ * or in a folder without a database yet, then starts from it instead of
+ * running initdb: seconds of CPU cheaper, which the test suite pays in every
+ * store, server and command-line process it starts. Unset, nothing changes.
+ * The variable is read when `openPGlite` is called, before anything is
+ * awaited, so a test may name another file for one call.
  */
 function testInitdbDump(): Blob | undefined {
   const file = process.env.APS_TEST_PGLITE_INITDB
   if (file === undefined || file === '') return undefined
-  // Read once per process: a test process opens many stores, and PGlite only reads the blob.
-  if (initdbDump?.file !== file) initdbDump = { file, blob: new Blob([readFileSync(file)]) }
-  return initdbDump.blob
+  // Read once per process and file: a test process opens many stores, and PGlite only reads the blob.
+  let blob = initdbDumps.get(file)
+  if (blob === undefined) {
+    blob = new Blob([readFileSync(file)])
+    initdbDumps.set(file, blob)
+  }
+  return blob
 }
 
 /**

@@ -6,7 +6,7 @@ import t from 'tap'
 import { TEST_SECRET, buildTestApp, freshDatabase, register, tempDir } from '../helper.js'
 import { repositoryRoot } from '../support/serverProcess.js'
 import { cliFor, cliOn } from '../support/cli.js'
-import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
+import { COMPILE_CACHE_ENV, TEST_NODE_ARGS } from '../support/nodeArgs.js'
 
 const run = promisify(execFile)
 const shippedModel = join(repositoryRoot, 'model.conf')
@@ -240,7 +240,7 @@ t.test('on the stored policy', async (t) => {
 
 t.test('as CI runs it: the command line in a process of its own', async (t) => {
   const write = writer(tempDir(t, 'model-check-'))
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', DATABASE_URL: 'pglite://memory', LOG_LEVEL: 'silent' }
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB ?? '', DATABASE_URL: 'pglite://memory', LOG_LEVEL: 'silent', ...COMPILE_CACHE_ENV }
   const main = (...args: string[]) =>
     run(process.execPath, [...TEST_NODE_ARGS, 'src/cli/main.ts', 'model', 'check', ...args], { cwd: repositoryRoot, env, timeout: 60_000 })
   const passed = await main('--decisions', 'model.decisions')

@@ -8,7 +8,7 @@ import t from 'tap'
 import { repositoryRoot } from '../support/serverProcess.js'
 import { tempDir } from '../helper.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
-import { TEST_NODE_ARGS } from '../support/nodeArgs.js'
+import { COMPILE_CACHE_ENV, TEST_NODE_ARGS } from '../support/nodeArgs.js'
 import { MAX_POLICY_FILE_BYTES } from '../../src/commands/importPolicy.js'
 
 onceOnPGlite('an embedded store in a folder of its own, whatever DATABASE_URL says')
@@ -19,7 +19,7 @@ t.test('the size cap holds while reading: a pipe is read no further than one byt
   const command = `yes '# a comment line that Casbin skips' | exec "${process.execPath}" ${TEST_NODE_ARGS.join(' ')} src/cli/main.ts policy import --file /dev/stdin --dry-run`
   const child = spawn('bash', ['-c', command], {
     cwd: repositoryRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent', ...COMPILE_CACHE_ENV },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
@@ -46,7 +46,7 @@ t.test('the size cap holds while reading: a pipe is read no further than one byt
 
   const small = spawn('bash', ['-c', `printf '# policy-format: 1\\n# scope: all\\np, clerk, global, orders, read, allow\\n' | exec "${process.execPath}" ${TEST_NODE_ARGS.join(' ')} src/cli/main.ts policy import --file /dev/stdin --dry-run`], {
     cwd: repositoryRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, APS_TEST_PGLITE_INITDB: process.env.APS_TEST_PGLITE_INITDB, DATABASE_URL: `pglite://${dir}/store`, LOG_LEVEL: 'silent', ...COMPILE_CACHE_ENV },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''

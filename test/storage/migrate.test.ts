@@ -5,6 +5,7 @@ import type { Database } from '../../src/storage/db.js'
 import { migrate, readMigrations, type Migration } from '../../src/storage/migrate.js'
 import { listDomainSubRoles, subRoleKnownIn } from '../../src/storage/subRoles.js'
 import { backend, freshDatabase, secondConnection, testConfig } from '../helper.js'
+import { pgliteRunOnly } from '../support/onceOnPGlite.js'
 
 const all = readMigrations().map((m) => m.version)
 const TABLES = [
@@ -49,6 +50,23 @@ t.test('migrations apply once; a second run applies nothing', async (t) => {
   const { rows } = await db.query<{ code: string; is_root: boolean }>('SELECT code, is_root FROM sub_roles')
   t.same(rows, [{ code: 'super_admin', is_root: true }], 'seed rows inserted once')
 })
+
+t.test(
+  "the tests' services start from a store the migrations in sql/ were applied to, whole",
+  { skip: pgliteRunOnly('a dump of an embedded store, test/support/pgliteTemplate.ts') },
+  async (t) => {
+    const db = await freshDatabase(t, { migrated: true })
+    t.same(await recorded(db), all.map((version) => ({ version, n: 1 })), 'every migration recorded once')
+    t.same(await migrate(db), [], 'so the service applies none')
+    t.same(await missingTables(db), [])
+    const today = `decision_events_p${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`
+    t.same((await db.query('SELECT to_regclass($1) IS NOT NULL AS made', [today])).rows, [{ made: true }], "with today's decision log partition")
+    const empty = await freshDatabase(t)
+    t.same(await migrate(empty), all, 'a store asked for without `migrated` is still empty')
+    const databases = (await empty.query<{ datname: string }>('SELECT datname FROM pg_database ORDER BY datname')).rows.map((r) => r.datname)
+    t.same(databases, ['postgres'], 'and holds no template database to unpack')
+  },
+)
 
 t.test('a new migration file is applied on its own', async (t) => {
   const db = await freshDatabase(t)

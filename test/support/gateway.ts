@@ -14,7 +14,8 @@ import type { Test } from 'tap'
 import { ROOT_EMAIL, ROOT_PASSWORD, TEST_SECRET, tempDir } from '../helper.js'
 import { normaliseOriginalPath } from '../../src/domain/originalPath.js'
 import { AMBIGUOUS_PATHS } from './ambiguousPaths.js'
-import { WASM_BASELINE_ONLY } from './nodeArgs.js'
+import { compiledDist } from './compiledBuild.js'
+import { COMPILE_CACHE_ENV, WASM_BASELINE_ONLY } from './nodeArgs.js'
 import { sendRaw } from './rawRequest.js'
 import { freePort, processDatabase, repositoryRoot, startServer } from './serverProcess.js'
 
@@ -75,10 +76,11 @@ export interface Service {
 }
 
 /**
- * The compiled service as the image runs it: `npm run build` into a folder
- * laid out like the image's /app (package.json, dist/, sql/, model.conf; the
- * repository's node_modules linked), started with plain node. A private
- * folder, because other test runs may build at the same time. When the tree
+ * The compiled service as the image runs it: `npm run build`'s output
+ * (compiledDist: built once per source tree) in a folder laid out like the
+ * image's /app (package.json, dist/, sql/, console/, model.conf,
+ * model.decisions; the repository's node_modules linked), started with plain node. A private folder, because
+ * other test runs may use the build at the same time. When the tree
  * does not build, or the build does not start, the service runs from source
  * through tsx instead, and the test says so.
  */
@@ -87,10 +89,12 @@ export async function startService(t: Teardown & { comment(...args: unknown[]): 
   mkdirSync(app)
   let why: string
   try {
-    await run('npm', ['run', 'build', '--', '--outDir', join(app, 'dist')], { cwd: repositoryRoot, timeout: 120_000 })
+    await compiledDist(join(app, 'dist'))
     cpSync(join(repositoryRoot, 'package.json'), join(app, 'package.json'))
     cpSync(join(repositoryRoot, 'model.conf'), join(app, 'model.conf'))
+    cpSync(join(repositoryRoot, 'model.decisions'), join(app, 'model.decisions'))
     cpSync(join(repositoryRoot, 'sql'), join(app, 'sql'), { recursive: true })
+    cpSync(join(repositoryRoot, 'console'), join(app, 'console'), { recursive: true })
     symlinkSync(join(repositoryRoot, 'node_modules'), join(app, 'node_modules'), 'dir')
     return await startCompiled(t, app, env)
   } catch (error) {
@@ -105,7 +109,7 @@ async function startCompiled(t: Teardown, app: string, env: Record<string, strin
   const port = await freePort()
   const child = spawn(process.execPath, [WASM_BASELINE_ONLY, 'dist/http/server.js'], {
     cwd: app,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...COMPILE_CACHE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })

@@ -15,3 +15,11 @@
  */
 export const WASM_BASELINE_ONLY = '--liftoff-only'
 export const TEST_NODE_ARGS: readonly string[] = [WASM_BASELINE_ONLY, '--import', 'tsx']
+
+/**
+ * Node's compile cache (`.ci/run` sets NODE_COMPILE_CACHE, docs/testing.md),
+ * for the processes a test starts with an environment of its own: without
+ * it each of them compiles tsx, Fastify, PGlite's glue and the service anew.
+ */
+export const COMPILE_CACHE_ENV: Readonly<Record<string, string>> =
+  process.env.NODE_COMPILE_CACHE !== undefined ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}
