@@ -31,11 +31,11 @@ export async function listMerchants(
   pageSize: number,
 ): Promise<{ items: MerchantSummary[]; total: number }> {
   const { rows } = await q.query<MerchantSummary & { total: string }>(
-    `SELECT m.id AS merchant_id, m.display_name, m.created_at,
+    `SELECT m.id AS merchant_id, coalesce(m.display_name, m.id) AS display_name, m.created_at,
             (SELECT count(*) FROM admin_accounts a WHERE a.merchant_id = m.id)::int AS admins,
             count(*) OVER () AS total
        FROM merchants m
-      WHERE $1::text IS NULL OR starts_with(m.id, $1::text) OR strpos(lower(m.display_name), lower($1::text)) > 0
+      WHERE $1::text IS NULL OR starts_with(m.id, $1::text) OR strpos(lower(coalesce(m.display_name, m.id)), lower($1::text)) > 0
       ORDER BY m.id LIMIT $2 OFFSET $3`,
     [search ?? null, pageSize, (page - 1) * pageSize],
   )
