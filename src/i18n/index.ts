@@ -127,9 +127,10 @@ export function createLocalizer(defaultLocale: string, dir = messagesDir): Local
   }
 }
 
-/** A permissions answer (a role's, a user's) with its entries' labels and groups in the locale. */
-export function localisedPermissions<T extends { permissions: CatalogText[] }>(localizer: Localizer, locale: string, result: T): T {
-  return { ...result, permissions: result.permissions.map((p) => localizer.localiseCatalogEntry(locale, p)) }
+/** A permissions answer (a role's, with its denies; a user's) with its entries' labels and groups in the locale. */
+export function localisedPermissions<T extends { permissions: CatalogText[]; denied?: CatalogText[] }>(localizer: Localizer, locale: string, result: T): T {
+  const localise = (p: CatalogText) => localizer.localiseCatalogEntry(locale, p)
+  return { ...result, permissions: result.permissions.map(localise), ...(result.denied !== undefined && { denied: result.denied.map(localise) }) }
 }
 
 /**

@@ -4,37 +4,17 @@
  * that decided, what DECISION_LOG keeps, the original path without its
  * query, truncated client addresses.
  */
-import { Writable } from 'node:stream'
 import t from 'tap'
-import { BENCH_ROUTE_MAP } from '../../bench/seed.js'
-import type { DecisionEvent } from '../../src/decisionLog/event.js'
 import { modelId } from '../../src/compose.js'
 import { readFileSync } from 'node:fs'
-import { buildTestApp, buildTestService, type TestApp } from '../helper.js'
+import { appLoggingDecisions as appLogging } from '../support/decisionCapture.js'
 import { listeningWithClerk } from '../support/gatewayClerk.js'
 import { eventually } from '../support/eventually.js'
 import { writeImpliesReadModel } from '../support/shadowModels.js'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { tempDir } from '../helper.js'
-
-/** A stream collecting what the stdout sink writes. */
-function capture(): { stream: Writable; events: () => DecisionEvent[] } {
-  let text = ''
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString()
-      done()
-    },
-  })
-  return { stream, events: () => text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as DecisionEvent) }
-}
-
-async function appLogging(t: Parameters<typeof buildTestService>[0], env: Record<string, string>): Promise<{ ta: TestApp; events: () => DecisionEvent[] }> {
-  const { stream, events } = capture()
-  const service = await buildTestService(t, { env: { ROUTE_MAP_PATH: BENCH_ROUTE_MAP, DECISION_LOG_SINKS: 'stdout', ...env }, decisionLog: { stdout: stream } })
-  return { ta: await buildTestApp(t, { service }), events }
-}
+import { BENCH_ROUTE_MAP } from '../../bench/seed.js'
+import { buildTestApp, buildTestService, tempDir } from '../helper.js'
 
 const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/
 

@@ -122,10 +122,8 @@ export const permissionRoutes: FastifyPluginAsyncTypebox<{ ctx: CommandContext }
         response: responses(200, RolePermissionsData, [404]),
       },
     },
-    async (request) => {
-      const role = localisedPermissions(app.localizer, request.locale, await getRolePermissions(ctx, callerOf(request), request.params.subRoleCode, request.query.domain))
-      return success({ ...role, denied: role.denied.map((p) => app.localizer.localiseCatalogEntry(request.locale, p)) })
-    },
+    async (request) =>
+      success(localisedPermissions(app.localizer, request.locale, await getRolePermissions(ctx, callerOf(request), request.params.subRoleCode, request.query.domain))),
   )
   app.get(
     '/v2/admin/permissions/users/:userId',
