@@ -44,41 +44,69 @@ const RULE_KINDS: Partial<Record<AuditAction, { role: ChangeKind; user: ChangeKi
   override_expired: { role: 'override_expired', user: 'override_expired' },
 }
 
-/** The p row an audited rule change added or removed: its effect and, for an override that expires, its instant. */
-function ruleRow(changes: readonly StoreChange[], entry: AuditEntry, op: 'add' | 'remove'): { effect?: 'allow' | 'deny'; expires_at?: string } {
-  for (const change of changes) {
-    if (change.kind !== 'rule' || change.ptype !== 'p' || change.op !== op) continue
-    const [subject, domain, obj, act, effect] = change.values
-    if (subject !== entry.target_id || domain !== entry.domain || obj !== entry.obj || act !== entry.act) continue
-    return {
-      ...(effect === 'allow' || effect === 'deny' ? { effect } : {}),
-      ...(change.expires_at !== undefined && change.expires_at !== null ? { expires_at: change.expires_at } : {}),
+/** What an audited rule change added or removed: its effect and, for an override that expires, its instant. */
+type RuleRow = { effect?: 'allow' | 'deny'; expires_at?: string }
+
+const ruleKey = (op: 'add' | 'remove', subject: string, domain: string, obj: string, act: string): string => `${op}\u0000${subject}\u0000${domain}\u0000${obj}\u0000${act}`
+
+/**
+ * One write's changes, looked up by what an audit entry names: a write may
+ * hold a million rows (an import), so each entry finds its row by key, not
+ * by reading the whole list again. The first matching change wins.
+ */
+class WriteChanges {
+  private rules: Map<string, RuleRow> | null = null
+  private assignments: Map<string, string> | null = null
+
+  constructor(private readonly changes: readonly StoreChange[]) {}
+
+  /** The p row an audited rule change added or removed. */
+  ruleRow(entry: AuditEntry, op: 'add' | 'remove'): RuleRow {
+    if (entry.domain === null || entry.obj === null || entry.act === null) return {}
+    if (this.rules === null) {
+      this.rules = new Map()
+      for (const change of this.changes) {
+        if (change.kind !== 'rule' || change.ptype !== 'p') continue
+        const [subject, domain, obj, act, effect] = change.values
+        if (subject === undefined || domain === undefined || obj === undefined || act === undefined) continue
+        const key = ruleKey(change.op, subject, domain, obj, act)
+        if (this.rules.has(key)) continue
+        this.rules.set(key, {
+          ...(effect === 'allow' || effect === 'deny' ? { effect } : {}),
+          ...(change.expires_at !== undefined && change.expires_at !== null ? { expires_at: change.expires_at } : {}),
+        })
+      }
     }
+    return this.rules.get(ruleKey(op, entry.target_id, entry.domain, entry.obj, entry.act)) ?? {}
   }
-  return {}
+
+  /** The sub-role a registration, onboarding or sub-role change gave the user: its new `g` row. */
+  assignedSubRole(userId: string): string | undefined {
+    if (this.assignments === null) {
+      this.assignments = new Map()
+      for (const change of this.changes) {
+        if (change.kind !== 'rule' || change.ptype !== 'g' || change.op !== 'add') continue
+        const [user, subRole] = change.values
+        if (user !== undefined && subRole !== undefined && !this.assignments.has(user)) this.assignments.set(user, subRole)
+      }
+    }
+    return this.assignments.get(userId)
+  }
 }
 
-/** The sub-role a registration, onboarding or sub-role change gave the user: its new `g` row. */
-function assignedSubRole(changes: readonly StoreChange[], userId: string): string | undefined {
-  for (const change of changes) {
-    if (change.kind === 'rule' && change.ptype === 'g' && change.op === 'add' && change.values[0] === userId) return change.values[1]
-  }
-  return undefined
-}
-
-function itemOf(entry: AuditEntry, changes: readonly StoreChange[]): ChangeItem | null {
+function itemOf(entry: AuditEntry, changes: WriteChanges): ChangeItem | null {
   const base = { domain: entry.domain ?? GLOBAL_DOMAIN, merchant_id: entry.merchant_id, actor_id: entry.actor.id }
   const rule = RULE_KINDS[entry.action]
   if (rule !== undefined && entry.obj !== null && entry.act !== null) {
     const holder = entry.target_type === 'role' ? { sub_role: entry.target_id } : { user_id: entry.target_id }
-    const row = ruleRow(changes, entry, entry.action === 'grant' || entry.action === 'deny' ? 'add' : 'remove')
+    const row = changes.ruleRow(entry, entry.action === 'grant' || entry.action === 'deny' ? 'add' : 'remove')
     return { kind: rule[entry.target_type === 'role' ? 'role' : 'user'], ...base, ...holder, obj: entry.obj, act: entry.act, ...row }
   }
   switch (entry.action) {
     case 'register':
     case 'onboard':
     case 'role_changed': {
-      const subRole = assignedSubRole(changes, entry.target_id)
+      const subRole = changes.assignedSubRole(entry.target_id)
       return { kind: 'assignment', ...base, user_id: entry.target_id, ...(subRole !== undefined ? { sub_role: subRole } : {}) }
     }
     case 'deactivated':
@@ -104,8 +132,9 @@ const CATALOG_EVENTS = { catalog_added: 'added', catalog_deactivated: 'deactivat
  */
 export function changeItemsOf(audit: readonly AuditEntry[], changes: readonly StoreChange[]): ChangeItem[] {
   const items: ChangeItem[] = []
+  const written = new WriteChanges(changes)
   for (const entry of audit) {
-    const item = itemOf(entry, changes)
+    const item = itemOf(entry, written)
     if (item !== null) items.push(item)
   }
   return items
