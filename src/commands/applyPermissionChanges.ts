@@ -10,8 +10,7 @@ import type { Caller, CommandContext } from './context.js'
 import { previewPlanned, type PlannedChange, type WrittenChange } from './plannedChange.js'
 import type { ListSoFar } from './permissionContext.js'
 import type { Queryable } from '../storage/db.js'
-import { deleteRules, insertRules } from '../storage/policyRows.js'
-import { ensureSubRoles } from '../storage/subRoles.js'
+import { writeRoleRows } from '../storage/policyRows.js'
 import { planUserChange } from './userOverrides.js'
 
 export interface ChangeInput {
@@ -116,21 +115,15 @@ async function planAll(ctx: CommandContext, caller: Caller, changes: readonly Ch
 }
 
 /**
- * Every change's write, in list order: role rows in a few multi-row
- * statements (no two changes of a list touch one row), overrides one by one
+ * Every change's write, in list order: role rows in one multi-row
+ * statement (no two changes of a list touch one row), overrides one by one
  * (each reads what it replaces).
  */
 async function writeAll(tx: Queryable, planned: readonly PlannedChange[]): Promise<WrittenChange[]> {
   const roleRows = planned.flatMap((p) => (p.roleRow === undefined ? [] : [p.roleRow]))
-  const added = roleRows.filter((r) => !r.remove)
-  await ensureSubRoles(tx, added.map((r) => ({ code: r.rule[0] ?? '', domain: r.rule[1] ?? '' })))
-  const inserted = await insertRules(tx, 'p', added.map((r) => r.rule))
-  const removed = roleRows.filter((r) => r.remove)
-  const deleted = await deleteRules(tx, 'p', removed.map((r) => r.rule))
-  const outcomes = new Map<PlannedChange['roleRow'], boolean>([
-    ...added.map((r, i): [PlannedChange['roleRow'], boolean] => [r, inserted[i] === true]),
-    ...removed.map((r, i): [PlannedChange['roleRow'], boolean] => [r, deleted[i] === true]),
-  ])
+  // A list names each pair of a holder once (refused otherwise), so no rule comes twice.
+  const done = await writeRoleRows(tx, roleRows)
+  const outcomes = new Map<PlannedChange['roleRow'], boolean>(roleRows.map((r, i) => [r, done[i] === true]))
   const written: WrittenChange[] = []
   for (const p of planned) written.push(p.roleRow === undefined ? await p.write(tx) : p.roleRow.written(outcomes.get(p.roleRow) === true))
   return written

@@ -6,8 +6,7 @@ import type { RuleChange } from '../engine/decisionIndex.js'
 import type { AccessPreview } from '../engine/preview.js'
 import { roleReach } from '../engine/preview.js'
 import type { Queryable } from '../storage/db.js'
-import { deleteRule, insertRule } from '../storage/policyRows.js'
-import { ensureSubRole } from '../storage/subRoles.js'
+import { writeRoleRows } from '../storage/policyRows.js'
 import type { DryRun } from './accessReview.js'
 import { actorOf, type Caller, type CommandContext } from './context.js'
 import { assertSubRoleKnown } from './subRoles.js'
@@ -57,11 +56,9 @@ export async function planRoleChange(
     audit: [entry(roleHolder(subRole), pair, actorOf(caller))],
     changes: [action === 'revoke' ? ruleRemoved('p', rule) : ruleAdded('p', rule)],
   })
-  const write = async (tx: Queryable) => {
-    if (action === 'revoke') return written(await deleteRule(tx, 'p', rule))
-    await ensureSubRole(tx, domain, subRole)
-    return written(await insertRule(tx, 'p', rule))
-  }
+  const remove = action === 'revoke'
+  // The sub-role made where it is first used, and the row, in one statement.
+  const write = async (tx: Queryable) => written((await writeRoleRows(tx, [{ rule, remove }]))[0] === true)
   return {
     ...pair,
     holder: `role:${subRole}`,
@@ -69,7 +66,7 @@ export async function planRoleChange(
     wouldChange: rows.length > 0,
     reach: () => roleReach(ctx.engine, ctx.accounts, subRole, domain),
     write,
-    roleRow: { rule, remove: action === 'revoke', written },
+    roleRow: { rule, remove, written },
   }
 }
 

@@ -78,13 +78,12 @@ export async function previewPlanned(ctx: Pick<CommandContext, 'engine' | 'db'>,
 /** A single command's answer: the preview for a dry run, else the change written through the write queue. */
 export async function runPlanned(ctx: CommandContext, planned: PlannedChange, dryRun: boolean | undefined): Promise<{ changed: boolean; revision: number; preview?: AccessPreview }> {
   if (dryRun === true) return previewPlanned(ctx, [planned])
+  const planWrite = (written: WrittenChange) => ({ changed: written.wrote, audit: written.audit, changes: written.changes, result: written.changed })
+  const { roleRow } = planned
   // Its transaction reads only the rows it writes (the checks ran above, on memory): it may share one with other single changes.
-  const outcome = await ctx.writes.run(
-    async (tx) => {
-      const written = await planned.write(tx)
-      return { changed: written.wrote, audit: written.audit, changes: written.changes, result: written.changed }
-    },
-    { shared: true },
-  )
+  const outcome = await ctx.writes.run(async (tx) => planWrite(await planned.write(tx)), {
+    shared: true,
+    ...(roleRow !== undefined ? { row: { rule: roleRow.rule, remove: roleRow.remove, planned: (changed: boolean) => planWrite(roleRow.written(changed)) } } : {}),
+  })
   return { changed: outcome.result, revision: outcome.revision }
 }

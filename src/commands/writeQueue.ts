@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto'
 import type { AuditEntry } from '../domain/audit.js'
 import type { StoreChange } from '../domain/changes.js'
 import { changeItemsOf } from '../domain/changeItems.js'
-import { insertAudit, insertAudits } from '../storage/audit.js'
-import { recordChangeItems } from '../storage/changeItems.js'
-import { recordChange, writeCommitted } from '../storage/changes.js'
+import { writeCommitted } from '../storage/changes.js'
 import { StorageUnavailableError, isStorageUnavailable, type Database, type Queryable } from '../storage/db.js'
-import { bumpRevision, lockRevision } from '../storage/revision.js'
+import { writeRoleRows, type RoleRowWrite } from '../storage/policyRows.js'
+import { LOCK_REVISION, lockedRevision } from '../storage/revision.js'
+import { recordWrite } from '../storage/writeRecord.js'
 import type { Replica } from '../replica/replica.js'
 
 /** What a write's transaction decided: whether it changed anything, its audit entries and what it changed. */
@@ -37,7 +37,7 @@ const SETTLE_RETRY_MS = 250
  */
 export const MAX_SHARED_WRITES = 64
 
-export interface RunOptions {
+export interface RunOptions<T> {
   /**
    * The write may share its transaction with other writes queued with it
    * (group commit). Only for a write whose transaction reads the database
@@ -48,6 +48,13 @@ export interface RunOptions {
    * it must do nothing but through `tx`.
    */
   shared?: boolean
+  /**
+   * A shared write that is one role row and nothing else (its work would
+   * write that row and plan this): shared transactions write a run of such
+   * writes in one multi-row statement instead of a statement each. Its work
+   * still runs when the transaction is run again with savepoints.
+   */
+  row?: RoleRowWrite & { planned: (changed: boolean) => PlannedWrite<T> }
 }
 
 type Work<T> = (tx: Queryable) => Promise<PlannedWrite<T>>
@@ -55,6 +62,7 @@ type Work<T> = (tx: Queryable) => Promise<PlannedWrite<T>>
 interface Queued {
   work: Work<unknown>
   shared: boolean
+  row: RunOptions<unknown>['row']
   resolve: (outcome: WriteOutcome<unknown>) => void
   reject: (error: unknown) => void
 }
@@ -95,9 +103,10 @@ export class WriteQueue {
     return this.queue.length
   }
 
-  run<T>(work: Work<T>, options: RunOptions = {}): Promise<WriteOutcome<T>> {
+  run<T>(work: Work<T>, options: RunOptions<T> = {}): Promise<WriteOutcome<T>> {
     return new Promise<WriteOutcome<T>>((resolve, reject) => {
-      this.queue.push({ work, shared: options.shared === true, resolve: resolve as Queued['resolve'], reject })
+      const shared = options.shared === true
+      this.queue.push({ work, shared, row: shared ? options.row : undefined, resolve: resolve as Queued['resolve'], reject })
       if (!this.draining) void this.drain()
     })
   }
@@ -148,22 +157,29 @@ export class WriteQueue {
     const writeId = randomUUID()
     let attempted: Committed | null = null
     try {
-      return await this.db.transaction(async (tx) => {
-        const before = await lockRevision(tx)
-        const planned = await planAll(tx, batch, isolated)
-        const changed = planned.flatMap((p) => ('planned' in p && p.planned.changed ? [p.planned] : []))
-        if (changed.length === 0) return { planned, revision: before }
-        const revision = await bumpRevision(tx)
-        const audit = changed.flatMap((p) => p.audit)
-        // A list (bulk changes, an import, a shared transaction) in multi-row statements: one round trip per few thousand entries, not three per entry.
-        if (audit.length > 1) await insertAudits(tx, audit)
-        else for (const entry of audit) await insertAudit(tx, entry)
-        await recordChange(tx, revision, writeId, changed.flatMap((p) => p.changes))
-        // Each write's items from its own entries and changes: two writes of one transaction may name the same row.
-        await recordChangeItems(tx, revision, changed.flatMap((p) => changeItemsOf(p.audit, p.changes)), this.changeRetentionDays)
-        attempted = { planned, revision }
-        return attempted
-      })
+      return await this.db.transaction(
+        async (tx, opened) => {
+          const locked = lockedRevision(opened)
+          const planned = await planAll(tx, batch, isolated)
+          const changed = planned.flatMap((p) => ('planned' in p && p.planned.changed ? [p.planned] : []))
+          if (changed.length === 0) return { planned, revision: locked.revision }
+          // The row is locked: nothing else moves the revision or the chain's head until this transaction ends.
+          const revision = locked.revision + 1
+          await recordWrite(tx, {
+            revision,
+            head: locked.head,
+            writeId,
+            audit: changed.flatMap((p) => p.audit),
+            changes: changed.flatMap((p) => p.changes),
+            // Each write's items from its own entries and changes: two writes of one transaction may name the same row.
+            items: changed.flatMap((p) => changeItemsOf(p.audit, p.changes)),
+            retentionDays: this.changeRetentionDays,
+          })
+          attempted = { planned, revision }
+          return attempted
+        },
+        { opening: LOCK_REVISION },
+      )
     } catch (error) {
       if (!(error instanceof StorageUnavailableError) || error.inDoubtUntil === null || attempted === null) throw error
       // The COMMIT went out and no answer came back: find out whether it landed before answering.
@@ -226,12 +242,20 @@ const ONE_REFUSED = new Error('a write of a shared transaction was refused')
  * refusal rolls the transaction back and answers it. Writes sharing a
  * transaction run one after another, so each sees exactly the rows of those
  * before it; `isolated`, each in a savepoint, so a refusal undoes that write
- * alone; otherwise a refusal ends the attempt (ONE_REFUSED). The database out
- * of reach fails them all: nothing of the transaction commits.
+ * alone; otherwise a refusal ends the attempt (ONE_REFUSED), and a run of
+ * role-row writes goes in one statement (rowRun). The database out of reach
+ * fails them all: nothing of the transaction commits.
  */
 async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolean): Promise<Planned[]> {
   const planned: Planned[] = []
-  for (const queued of batch) {
+  for (let i = 0; i < batch.length; ) {
+    const run = isolated ? [] : rowRun(batch, i)
+    if (run.length > 0) {
+      planned.push(...(await writeRun(tx, run, batch.length)))
+      i += run.length
+      continue
+    }
+    const queued = batch[i++] as Queued
     // One round trip per write: the previous write's savepoint is released as the next one is taken.
     if (isolated) await tx.exec(planned.length === 0 ? 'SAVEPOINT shared_write' : 'RELEASE SAVEPOINT shared_write; SAVEPOINT shared_write')
     try {
@@ -244,6 +268,37 @@ async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolea
     }
   }
   return planned
+}
+
+/**
+ * The role-row writes from `start` on, up to the first that is not one or
+ * whose rule came already in the run: one statement's worth. Its parts share
+ * one snapshot, so a rule written twice (grant then revoke of one pair) ends
+ * the run, and the second write sees the first in the next statement.
+ */
+function rowRun(batch: readonly Queued[], start: number): Queued[] {
+  const run: Queued[] = []
+  const rules = new Set<string>()
+  for (const queued of batch.slice(start)) {
+    if (queued.row === undefined) break
+    const key = queued.row.rule.join('\u0000')
+    if (rules.has(key)) break
+    rules.add(key)
+    run.push(queued)
+  }
+  return run
+}
+
+/** A run of role-row writes in one statement, each planned as its own work would have planned it; a refusal as in planAll. */
+async function writeRun(tx: Queryable, run: readonly Queued[], batchSize: number): Promise<Planned[]> {
+  let done: boolean[]
+  try {
+    done = await writeRoleRows(tx, run.map((q) => q.row as RoleRowWrite))
+  } catch (error) {
+    if (batchSize === 1 || isStorageUnavailable(error)) throw error
+    throw ONE_REFUSED
+  }
+  return run.map((queued, i) => ({ queued, planned: (queued.row as NonNullable<Queued['row']>).planned(done[i] === true) }))
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

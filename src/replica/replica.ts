@@ -192,19 +192,22 @@ export class Replica {
     for (const waiter of this.waiters.filter((w) => w.revision <= revision)) waiter.done(true)
   }
 
+  /** Applies the feed up to the store's revision as first read (the head and the first page come in one round trip). */
   private async catchUp(): Promise<void> {
-    const head = await currentRevision(this.db)
-    while (this.applied < head) {
-      const rows = await readFeedAfter(this.db, this.applied, CATCH_UP_PAGE)
-      if (rows === null) {
+    let head: number | null = null
+    do {
+      const page = await readFeedAfter(this.db, this.applied, CATCH_UP_PAGE)
+      head ??= page.head
+      if (this.applied >= head) break
+      if (page.rows === null) {
         this.options.log?.warn({ revision: this.applied, head }, 'the change feed no longer holds the next revision: reloading the whole policy')
         await this.reloadNow()
         return
       }
-      for (const row of rows) {
+      for (const row of page.rows) {
         if (!(await this.applyOrReload(row.revision, row.changes))) return
       }
-    }
+    } while (this.applied < head)
     this.confirmedAt = this.now()
   }
 

@@ -1,6 +1,7 @@
 import type { AuditEntry } from '../domain/audit.js'
 import { CHAIN_START, rowHash, type ChainPoint, type ChainedContent, type StoredChainRow } from '../domain/auditChain.js'
 import type { Queryable } from './db.js'
+import { Params, withParts } from './statement.js'
 
 /** What an entry's row holds, as its hash covers it. */
 function chainedRow(id: string, entry: AuditEntry, createdAt: Date): ChainedContent {
@@ -26,60 +27,80 @@ function chainedRow(id: string, entry: AuditEntry, createdAt: Date): ChainedCont
  * write bumps the revision first), so concurrent writers form one chain.
  */
 export async function insertAudit(tx: Queryable, entry: AuditEntry): Promise<void> {
-  const { rows } = await tx.query<{ id: string; head: string }>(
-    "SELECT nextval(pg_get_serial_sequence('permission_audit', 'id'))::text AS id, audit_head AS head FROM store_revision WHERE id = 1 FOR UPDATE",
-  )
-  const next = rows[0]
-  if (next === undefined) throw new Error('store_revision row is missing')
-  const row = chainedRow(next.id, entry, new Date())
-  const hash = rowHash(next.head, row)
-  await tx.query(
-    `INSERT INTO permission_audit (id, action, target_type, target_id, obj, act, domain, merchant_id, actor_id, actor_type, ip, created_at, prev_hash, row_hash)
-     VALUES ($1::bigint, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-    [row.id, row.action, row.target_type, row.target_id, row.obj, row.act, row.domain, row.merchant_id, row.actor_id, row.actor_type, row.ip, row.created_at, next.head, hash],
-  )
-  await tx.query('UPDATE store_revision SET audit_head = $1 WHERE id = 1', [hash])
+  await insertAudits(tx, [entry])
 }
 
 /** Rows per statement of a multi-row write: well under PostgreSQL's parameter and message limits. */
-const ROWS_PER_STATEMENT = 5000
+const AUDIT_ROWS_PER_STATEMENT = 5000
 
 /**
  * The same chain as insertAudit once per entry, in a handful of statements:
  * the head locked once, the ids taken in one call, the hashes chained here,
- * the rows inserted ROWS_PER_STATEMENT at a time from arrays (unnest), the
+ * the rows inserted AUDIT_ROWS_PER_STATEMENT at a time from arrays (unnest), the
  * head moved once. A write of a million entries costs the database its rows,
  * not a million round trips.
  */
 export async function insertAudits(tx: Queryable, entries: readonly AuditEntry[]): Promise<void> {
   if (entries.length === 0) return
   const { rows: heads } = await tx.query<{ head: string }>('SELECT audit_head AS head FROM store_revision WHERE id = 1 FOR UPDATE')
-  let head = heads[0]?.head
+  const head = heads[0]?.head
   if (head === undefined) throw new Error('store_revision row is missing')
-  const { rows: ids } = await tx.query<{ id: string }>(
+  const chained = chainAudit(head, await takeAuditIds(tx, entries.length), entries, new Date())
+  for (const part of chained.parts) await insertChained(tx, part)
+  await tx.query('UPDATE store_revision SET audit_head = $1 WHERE id = 1', [chained.head])
+}
+
+/** The next `count` audit row ids, ascending, as one insertAudit after another would have taken them. */
+export async function takeAuditIds(tx: Queryable, count: number): Promise<string[]> {
+  if (count === 0) return []
+  const { rows } = await tx.query<{ id: string }>(
     "SELECT nextval(pg_get_serial_sequence('permission_audit', 'id'))::text AS id FROM generate_series(1, $1::int)",
-    [entries.length],
+    [count],
   )
-  // Ascending, as one insertAudit after another would have taken them.
-  const sorted = ids.map((r) => BigInt(r.id)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-  const createdAt = new Date()
-  for (let start = 0; start < entries.length; start += ROWS_PER_STATEMENT) {
-    const part = entries.slice(start, start + ROWS_PER_STATEMENT)
-    const columns: string[][] = Array.from({ length: 14 }, () => [])
-    for (const [i, entry] of part.entries()) {
-      const row = chainedRow(String(sorted[start + i]), entry, createdAt)
-      const hash = rowHash(head, row)
-      const values = [row.id, row.action, row.target_type, row.target_id, row.obj, row.act, row.domain, row.merchant_id, row.actor_id, row.actor_type, row.ip, createdAt.toISOString(), head, hash]
+  return rows
+    .map((r) => BigInt(r.id))
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(String)
+}
+
+/** Audit rows ready to insert: one array per column (unnest's input). */
+export type AuditColumns = Array<Array<string | null>>
+
+/**
+ * `entries` chained after `head` with the ids given (ascending, one each):
+ * their rows in parts of AUDIT_ROWS_PER_STATEMENT, and the chain's new head.
+ */
+export function chainAudit(head: string, ids: readonly string[], entries: readonly AuditEntry[], createdAt: Date): { parts: AuditColumns[]; head: string } {
+  const parts: AuditColumns[] = []
+  let last = head
+  for (let start = 0; start < entries.length; start += AUDIT_ROWS_PER_STATEMENT) {
+    const columns: AuditColumns = Array.from({ length: 14 }, () => [])
+    for (const [i, entry] of entries.slice(start, start + AUDIT_ROWS_PER_STATEMENT).entries()) {
+      const row = chainedRow(ids[start + i] as string, entry, createdAt)
+      const hash = rowHash(last, row)
+      const values = [row.id, row.action, row.target_type, row.target_id, row.obj, row.act, row.domain, row.merchant_id, row.actor_id, row.actor_type, row.ip, createdAt.toISOString(), last, hash]
       for (const [c, value] of values.entries()) (columns[c] as Array<string | null>).push(value)
-      head = hash
+      last = hash
     }
-    await tx.query(
-      `INSERT INTO permission_audit (id, action, target_type, target_id, obj, act, domain, merchant_id, actor_id, actor_type, ip, created_at, prev_hash, row_hash)
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::text[], $14::text[])`,
-      columns,
-    )
+    parts.push(columns)
   }
-  await tx.query('UPDATE store_revision SET audit_head = $1 WHERE id = 1', [head])
+  return { parts, head: last }
+}
+
+/** Rows made by chainAudit, inserted in a statement of their own. */
+export async function insertChained(tx: Queryable, columns: AuditColumns): Promise<void> {
+  const params = new Params()
+  await tx.query(withParts([auditRowsSql(params, columns)], 'SELECT 1'), params.values)
+}
+
+const AUDIT_COLUMN_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text', 'text']
+
+/** A statement part (`audit_rows AS (...)`) inserting rows made by chainAudit. */
+export function auditRowsSql(params: Params, columns: AuditColumns): string {
+  const arrays = columns.map((column, c) => params.add(column, `::${AUDIT_COLUMN_TYPES[c] ?? 'text'}[]`)).join(', ')
+  return `audit_rows AS (
+     INSERT INTO permission_audit (id, action, target_type, target_id, obj, act, domain, merchant_id, actor_id, actor_type, ip, created_at, prev_hash, row_hash)
+     SELECT * FROM unnest(${arrays}))`
 }
 
 export interface AuditFilter {

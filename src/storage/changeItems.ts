@@ -1,5 +1,6 @@
 import { EVERY_TENANT, audienceOf, type ChangeEvent, type ChangeItem, type ChangeKind } from '../domain/changeItems.js'
 import type { Queryable } from './db.js'
+import type { Params } from './statement.js'
 
 /** A change as listed: the domain's item (its tenant only filtered on, never listed), its revision, its place within that revision's write, and when it committed. */
 export interface ListedChange extends Omit<ChangeItem, 'merchant_id'> {
@@ -22,30 +23,34 @@ export const isAfter = (item: ChangeCursor, cursor: ChangeCursor): boolean =>
   item.revision > cursor.revision || (item.revision === cursor.revision && item.index > cursor.index)
 
 /**
- * Writes one revision's items in its writer's transaction, then drops the
- * items older than the retention, and remembers the newest revision dropped
- * (the horizon). `retentionDays` 0 keeps only the revision being written.
- * Every writer holds the revision row's lock, so pruning never races itself.
+ * The statement parts that write one revision's items in its writer's
+ * transaction (`change_rows AS (...)`), then drop the items older than the
+ * retention and remember the newest revision dropped (the horizon), their
+ * parameters added to `params`. `retentionDays` 0 keeps only the revision
+ * being written. Every writer holds the revision row's lock, so pruning never
+ * races itself; the parts share one snapshot, and the pruning never touches
+ * the revision written.
  */
-export async function recordChangeItems(tx: Queryable, revision: number, items: readonly ChangeItem[], retentionDays: number): Promise<void> {
-  if (items.length > 0) {
-    const rows = items.map((item) => ({ ...item, audience: audienceOf(item) }))
-    await tx.query(
-      `INSERT INTO change_items (revision, idx, kind, domain, audience, sub_role, user_id, obj, act, effect, expires_at, event, actor_id)
-       SELECT $1, ord - 1, x->>'kind', x->>'domain', x->>'audience', x->>'sub_role', x->>'user_id', x->>'obj', x->>'act', x->>'effect',
-              (x->>'expires_at')::timestamptz, x->>'event', x->>'actor_id'
-       FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(x, ord)`,
-      [revision, JSON.stringify(rows)],
-    )
-  }
-  await tx.query(
-    `WITH gone AS (
-       DELETE FROM change_items WHERE revision < $1 AND ($2 = 0 OR time < now() - make_interval(days => $2)) RETURNING revision
-     )
-     UPDATE change_horizon SET pruned_through = (SELECT max(revision) FROM gone)
-     WHERE id = 1 AND (SELECT max(revision) FROM gone) > pruned_through`,
-    [revision, retentionDays],
-  )
+export function changeItemsSql(params: Params, revision: number, items: readonly ChangeItem[], retentionDays: number): string[] {
+  const at = params.add(revision, '::bigint')
+  const days = params.add(retentionDays, '::int')
+  const rows = items.map((item) => ({ ...item, audience: audienceOf(item) }))
+  return [
+    ...(items.length > 0
+      ? [
+          `change_rows AS (
+             INSERT INTO change_items (revision, idx, kind, domain, audience, sub_role, user_id, obj, act, effect, expires_at, event, actor_id)
+             SELECT ${at}, ord - 1, x->>'kind', x->>'domain', x->>'audience', x->>'sub_role', x->>'user_id', x->>'obj', x->>'act', x->>'effect',
+                    (x->>'expires_at')::timestamptz, x->>'event', x->>'actor_id'
+             FROM jsonb_array_elements(${params.add(JSON.stringify(rows), '::jsonb')}) WITH ORDINALITY AS e(x, ord))`,
+        ]
+      : []),
+    `change_rows_gone AS (
+       DELETE FROM change_items WHERE revision < ${at} AND (${days} = 0 OR time < now() - make_interval(days => ${days})) RETURNING revision)`,
+    `change_horizon_moved AS (
+       UPDATE change_horizon SET pruned_through = (SELECT max(revision) FROM change_rows_gone)
+       WHERE id = 1 AND (SELECT max(revision) FROM change_rows_gone) > pruned_through)`,
+  ]
 }
 
 /** The newest revision whose items may have been dropped: a reader must start at or after it. */

@@ -1,5 +1,6 @@
 import type { StoreChange } from '../domain/changes.js'
 import type { Queryable } from './db.js'
+import { Params, withParts } from './statement.js'
 
 /** The channel replicas LISTEN on; the payload is `<schema>:<revision>` (one database may hold several schemas). */
 export const CHANGE_CHANNEL = 'aps_changes'
@@ -20,39 +21,66 @@ export interface ChangeRow {
  * transaction commits. Every so often, drops revisions no replica should need.
  */
 export async function recordChange(tx: Queryable, revision: number, writeId: string, changes: readonly StoreChange[]): Promise<void> {
-  await tx.query('INSERT INTO store_changes (revision, write_id, changes) VALUES ($1, $2, $3::jsonb)', [
-    revision,
-    writeId,
-    JSON.stringify(changes),
-  ])
-  await tx.query("SELECT pg_notify($1, current_schema() || ':' || $2)", [CHANGE_CHANNEL, String(revision)])
-  if (revision % PRUNE_EVERY === 0) await tx.query('DELETE FROM store_changes WHERE revision <= $1', [revision - CHANGES_KEPT])
+  const params = new Params()
+  await tx.query(withParts(feedRowSql(params, revision, writeId, changes), notifySql(params, revision)), params.values)
+}
+
+/** recordChange's statement parts (`feed_row AS (...)`, and the pruning on one write in PRUNE_EVERY), parameters added to `params`. */
+export function feedRowSql(params: Params, revision: number, writeId: string, changes: readonly StoreChange[]): string[] {
+  const at = params.add(revision, '::bigint')
+  return [
+    `feed_row AS (INSERT INTO store_changes (revision, write_id, changes) VALUES (${at}, ${params.add(writeId)}, ${params.add(JSON.stringify(changes), '::jsonb')}))`,
+    ...(revision % PRUNE_EVERY === 0 ? [`feed_pruned AS (DELETE FROM store_changes WHERE revision <= ${params.add(revision - CHANGES_KEPT, '::bigint')})`] : []),
+  ]
+}
+
+/** The final select of a write's statement: the notification of `revision`, sent if the transaction commits. */
+export function notifySql(params: Params, revision: number): string {
+  return `SELECT pg_notify(${params.add(CHANGE_CHANNEL)}, current_schema() || ':' || ${params.add(String(revision))})`
 }
 
 /** The changes after `revision`, oldest first, at most `limit` of them. */
 export async function readChangesAfter(q: Queryable, revision: number, limit = 1000): Promise<ChangeRow[]> {
-  const { rows } = await q.query<{ revision: string; changes: StoreChange[] | string }>(
+  const { rows } = await q.query<StoredChange>(
     'SELECT revision::text AS revision, changes FROM store_changes WHERE revision > $1 ORDER BY revision LIMIT $2',
     [revision, limit],
   )
-  return rows.map((row) => ({
-    revision: Number(row.revision),
-    changes: typeof row.changes === 'string' ? (JSON.parse(row.changes) as StoreChange[]) : row.changes,
-  }))
+  return rows.map(changeRow)
 }
 
+interface StoredChange {
+  revision: string
+  changes: StoreChange[] | string
+}
+
+const changeRow = (row: StoredChange): ChangeRow => ({
+  revision: Number(row.revision),
+  changes: typeof row.changes === 'string' ? (JSON.parse(row.changes) as StoreChange[]) : row.changes,
+})
+
 /**
- * The revisions that follow `revision` in the feed, in order and without a
- * hole, at most `limit` of them; null when the feed no longer holds
- * `revision + 1` (pruned past it), so the reader must load everything again.
- * Asked only by a reader behind the current revision, which the next
- * revision's row therefore exists for (it commits with the revision).
+ * The store's revision and the revisions that follow `revision` in the feed,
+ * read together (one statement, one snapshot, one round trip), in order and
+ * without a hole, at most `limit` of them. `rows` is null when the reader is
+ * behind and the feed no longer holds `revision + 1` (pruned past it), so the
+ * reader must load everything again; every revision up to the head has its
+ * row (it commits with the revision) unless pruned.
  */
-export async function readFeedAfter(q: Queryable, revision: number, limit: number): Promise<ChangeRow[] | null> {
-  const rows = await readChangesAfter(q, revision, limit)
-  if (rows[0]?.revision !== revision + 1) return null
-  const gap = rows.findIndex((row, i) => row.revision !== revision + 1 + i)
-  return gap === -1 ? rows : rows.slice(0, gap)
+export async function readFeedAfter(q: Queryable, revision: number, limit: number): Promise<{ head: number; rows: ChangeRow[] | null }> {
+  const { rows } = await q.query<{ head: string } & { [K in keyof StoredChange]: StoredChange[K] | null }>(
+    `SELECT r.revision::text AS head, c.revision::text AS revision, c.changes
+       FROM store_revision r
+       LEFT JOIN LATERAL (SELECT revision, changes FROM store_changes WHERE revision > $1 ORDER BY revision LIMIT $2) c ON true
+      WHERE r.id = 1
+      ORDER BY c.revision`,
+    [revision, limit],
+  )
+  const head = Number(rows[0]?.head ?? 0)
+  const feed = rows.flatMap((row) => (row.revision === null || row.changes === null ? [] : [changeRow({ revision: row.revision, changes: row.changes })]))
+  if (head <= revision) return { head, rows: [] }
+  if (feed[0]?.revision !== revision + 1) return { head, rows: null }
+  const gap = feed.findIndex((row, i) => row.revision !== revision + 1 + i)
+  return { head, rows: gap === -1 ? feed : feed.slice(0, gap) }
 }
 
 /** Whether the write with this id committed (asked after its COMMIT went unanswered). */

@@ -74,6 +74,20 @@ async function* copyTextOn(client: pg.PoolClient, select: string): AsyncGenerato
   }
 }
 
+/** BEGIN, and the opening statement in the same message (the simple protocol runs both): the opening's rows. */
+async function begin(client: pg.PoolClient, opening: string | undefined): Promise<Row[]> {
+  if (opening === undefined) {
+    await send(client, 'BEGIN')
+    return []
+  }
+  try {
+    const results = (await client.query(`BEGIN; ${opening}`)) as unknown as pg.QueryResult[]
+    return (results[1]?.rows ?? []) as Row[]
+  } catch (error) {
+    throw isStorageUnavailable(error) ? new StorageUnavailableError(error) : error
+  }
+}
+
 function queryableOf(client: pg.PoolClient): Queryable {
   return {
     query: <R = Row>(text: string, params?: readonly unknown[]) => send<R>(client, text, params),
@@ -152,15 +166,16 @@ class PostgresDatabase implements Database {
     }
   }
 
-  async transaction<T>(work: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  async transaction<T>(work: (tx: Queryable, opened: Row[]) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const budget = options.budgetMs ?? this.writeBudgetMs
     const deadline = budget === null ? null : Date.now() + budget
     const { client, failed, release } = await this.checkout()
     let destroy = false
     try {
-      await send(client, 'BEGIN')
+      const opened = await begin(client, options.opening)
+      // Counted after the opening too: a lock it waited for only shortens what the server allows, never lengthens it.
       const beganAt = Date.now()
-      const value = await work(queryableOf(client))
+      const value = await work(queryableOf(client), opened)
       if (deadline === null) {
         await send(client, 'COMMIT')
         return value

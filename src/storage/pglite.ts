@@ -3,7 +3,7 @@ import { lstatSync, mkdirSync, readFileSync, statSync, writeFileSync, writeSync 
 import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import lockfile from 'proper-lockfile'
-import type { Database, QueryResult, Queryable, Row } from './db.js'
+import type { Database, QueryResult, Queryable, Row, TransactionOptions } from './db.js'
 import { currentLockOwner, lockOwnerIsGone, parseLockOwner } from './lockOwner.js'
 
 interface PGliteQueryable {
@@ -284,9 +284,12 @@ class PGliteDatabase implements Database {
     return this.plain.exec(script)
   }
 
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  transaction<T>(work: (tx: Queryable, opened: Row[]) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     this.check()
-    return this.pglite.transaction((tx) => work(adapt(tx, this.check)))
+    return this.pglite.transaction(async (tx) => {
+      const adapted = adapt(tx, this.check)
+      return work(adapted, options.opening === undefined ? [] : (await adapted.query(options.opening)).rows)
+    })
   }
 
   /** One connection: nothing else runs meanwhile, so any transaction is a consistent snapshot. */

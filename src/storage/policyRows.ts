@@ -1,4 +1,6 @@
 import type { Queryable } from './db.js'
+import { Params, withParts } from './statement.js'
+import { ensureSubRolesSql } from './subRoles.js'
 
 /** Rows of the standard `casbin_rule` table: `p` grants and `g` role assignments. */
 export type PolicyType = 'p' | 'g'
@@ -41,43 +43,82 @@ function columnsOf(rows: readonly (readonly string[])[]): string[][] {
 
 const keyOf = (fields: readonly string[]): string => padded(fields).join('\u0000')
 
+/** The statements of insertRules and deleteRules, the rows' six columns (v0…v5, text arrays) as `columns` gives them. */
+const rowsSql = {
+  insert: (ptype: string, columns: string) => `INSERT INTO casbin_rule (ptype, v0, v1, v2, v3, v4, v5)
+     SELECT ${ptype}, * FROM unnest(${columns})
+     ON CONFLICT (ptype, v0, v1, v2, v3, v4, v5) DO NOTHING
+     RETURNING v0, v1, v2, v3, v4, v5`,
+  delete: (ptype: string, columns: string) => `DELETE FROM casbin_rule r USING unnest(${columns}) AS u(v0, v1, v2, v3, v4, v5)
+     WHERE r.ptype = ${ptype} AND r.v0 = u.v0 AND r.v1 = u.v1 AND r.v2 = u.v2 AND r.v3 = u.v3 AND r.v4 = u.v4 AND r.v5 = u.v5
+     RETURNING r.v0, r.v1, r.v2, r.v3, r.v4, r.v5`,
+}
+
+/** The six columns of `rules` as parameters of `params`, for unnest. */
+const columnParams = (params: Params, rules: readonly (readonly string[])[]): string =>
+  columnsOf(rules)
+    .map((column) => params.add(column, '::text[]'))
+    .join(', ')
+
 /**
  * insertRule for many rules, ROWS_PER_STATEMENT per statement (INSERT ...
  * SELECT FROM unnest): for each rule, in order, whether it was inserted
  * (false when it was already stored or repeated).
  */
 export async function insertRules(tx: Queryable, ptype: PolicyType, rules: readonly (readonly string[])[]): Promise<boolean[]> {
-  return writeRules(
-    tx,
-    rules,
-    `INSERT INTO casbin_rule (ptype, v0, v1, v2, v3, v4, v5)
-     SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-     ON CONFLICT (ptype, v0, v1, v2, v3, v4, v5) DO NOTHING
-     RETURNING v0, v1, v2, v3, v4, v5`,
-    ptype,
-  )
+  return writeRules(tx, rules, rowsSql.insert, ptype)
 }
 
 /** deleteRule for many rules, ROWS_PER_STATEMENT per statement: for each rule, in order, whether it was stored and is now gone. */
 export async function deleteRules(tx: Queryable, ptype: PolicyType, rules: readonly (readonly string[])[]): Promise<boolean[]> {
-  return writeRules(
-    tx,
-    rules,
-    `DELETE FROM casbin_rule r USING unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u(v0, v1, v2, v3, v4, v5)
-     WHERE r.ptype = $1 AND r.v0 = u.v0 AND r.v1 = u.v1 AND r.v2 = u.v2 AND r.v3 = u.v3 AND r.v4 = u.v4 AND r.v5 = u.v5
-     RETURNING r.v0, r.v1, r.v2, r.v3, r.v4, r.v5`,
-    ptype,
-  )
+  return writeRules(tx, rules, rowsSql.delete, ptype)
 }
 
 /** Runs a multi-row statement over `rules` in parts; a rule counts once, at its first place in the list. */
-async function writeRules(tx: Queryable, rules: readonly (readonly string[])[], sql: string, ptype: PolicyType): Promise<boolean[]> {
+async function writeRules(tx: Queryable, rules: readonly (readonly string[])[], sql: (ptype: string, columns: string) => string, ptype: PolicyType): Promise<boolean[]> {
   const done = new Set<string>()
   for (let start = 0; start < rules.length; start += ROWS_PER_STATEMENT) {
-    const { rows } = await tx.query<Record<'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5', string>>(sql, [ptype, ...columnsOf(rules.slice(start, start + ROWS_PER_STATEMENT))])
+    const params = new Params()
+    const text = sql(params.add(ptype), columnParams(params, rules.slice(start, start + ROWS_PER_STATEMENT)))
+    const { rows } = await tx.query<Record<'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5', string>>(text, params.values)
     for (const r of rows) done.add(keyOf([r.v0, r.v1, r.v2, r.v3, r.v4, r.v5]))
   }
   return rules.map((rule) => done.delete(keyOf(rule)))
+}
+
+/** A role's `p` row to add (its sub-role made where it is used, as ensureSubRole does) or to remove. */
+export interface RoleRowWrite {
+  rule: readonly string[]
+  remove: boolean
+}
+
+/**
+ * Role rows added and removed in one statement: the sub-roles the added rows
+ * need, the rows added, the rows removed. The parts run on one snapshot, so
+ * no rule may come twice (a later write of a rule must see the earlier one:
+ * the caller splits a list there); rules per call are bounded by the caller
+ * (a shared transaction, a bulk list). For each row, in order, whether it
+ * changed the store.
+ */
+export async function writeRoleRows(tx: Queryable, rows: readonly RoleRowWrite[]): Promise<boolean[]> {
+  if (rows.length === 0) return []
+  const added = rows.filter((r) => !r.remove).map((r) => r.rule)
+  const removed = rows.filter((r) => r.remove).map((r) => r.rule)
+  const params = new Params()
+  const ptype = params.add('p')
+  const parts = [
+    ...(added.length > 0
+      ? [
+          `role_rows_ensured AS (${ensureSubRolesSql(params, added.map((rule) => ({ code: rule[0] ?? '', domain: rule[1] ?? '' })))})`,
+          `role_rows_added AS (${rowsSql.insert(ptype, columnParams(params, added))})`,
+        ]
+      : []),
+    ...(removed.length > 0 ? [`role_rows_removed AS (${rowsSql.delete(ptype, columnParams(params, removed))})`] : []),
+  ]
+  const changed = [...(added.length > 0 ? ['SELECT * FROM role_rows_added'] : []), ...(removed.length > 0 ? ['SELECT * FROM role_rows_removed'] : [])]
+  const { rows: done } = await tx.query<Record<'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5', string>>(withParts(parts, changed.join(' UNION ALL ')), params.values)
+  const keys = new Set(done.map((r) => keyOf([r.v0, r.v1, r.v2, r.v3, r.v4, r.v5])))
+  return rows.map((r) => keys.has(keyOf(r.rule)))
 }
 
 export interface RuleRow {

@@ -1,4 +1,5 @@
 import type { Queryable } from './db.js'
+import { Params } from './statement.js'
 
 export interface SubRole {
   domain: string
@@ -34,13 +35,16 @@ export async function ensureSubRole(q: Queryable, domain: string, code: string):
 /** ensureSubRole for many (domain, code) pairs in one statement. */
 export async function ensureSubRoles(q: Queryable, pairs: ReadonlyArray<{ domain: string; code: string }>): Promise<void> {
   if (pairs.length === 0) return
-  await q.query(
-    `INSERT INTO sub_roles (domain, code)
-     SELECT DISTINCT u.domain, u.code FROM unnest($1::text[], $2::text[]) AS u(domain, code)
+  const params = new Params()
+  await q.query(ensureSubRolesSql(params, pairs), params.values)
+}
+
+/** ensureSubRoles' statement, its parameters added to `params`: alone, or a part of a larger one. */
+export function ensureSubRolesSql(params: Params, pairs: ReadonlyArray<{ domain: string; code: string }>): string {
+  return `INSERT INTO sub_roles (domain, code)
+     SELECT DISTINCT u.domain, u.code FROM unnest(${params.add(pairs.map((p) => p.domain), '::text[]')}, ${params.add(pairs.map((p) => p.code), '::text[]')}) AS u(domain, code)
       WHERE NOT EXISTS (SELECT 1 FROM sub_roles s WHERE s.code = u.code AND s.domain IN (u.domain, 'global'))
-     ON CONFLICT (domain, code) DO NOTHING`,
-    [pairs.map((p) => p.domain), pairs.map((p) => p.code)],
-  )
+     ON CONFLICT (domain, code) DO NOTHING`
 }
 
 /** Every stored sub-role (of every domain), with its root flag: what the engine loads. */

@@ -11,7 +11,7 @@ import { runPlanned } from '../../src/commands/plannedChange.js'
 import { verifyAudit } from '../../src/commands/verifyAudit.js'
 import { WriteQueue } from '../../src/commands/writeQueue.js'
 import { ServiceError } from '../../src/domain/errors.js'
-import { StorageUnavailableError, type Database, type Queryable } from '../../src/storage/db.js'
+import { StorageUnavailableError, type Database, type Queryable, type Row, type TransactionOptions } from '../../src/storage/db.js'
 import { currentRevision } from '../../src/storage/revision.js'
 import { backend, buildTestApp, register, type TestApp } from '../helper.js'
 import { eventually } from '../support/eventually.js'
@@ -201,14 +201,14 @@ t.test('the database out of reach mid-transaction: every write of it fails, noth
 function unansweredCommit(db: Database, faulty: number, landed: boolean): Database {
   let count = 0
   return Object.assign(Object.create(db) as Database, {
-    async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-      if (++count !== faulty) return db.transaction(work)
+    async transaction<T>(work: (tx: Queryable, opened: Row[]) => Promise<T>, options?: TransactionOptions): Promise<T> {
+      if (++count !== faulty) return db.transaction(work, options)
       const lost = new Error('rolled back: the COMMIT never reached the server')
       try {
-        await db.transaction(async (tx) => {
-          await work(tx)
+        await db.transaction(async (tx, opened) => {
+          await work(tx, opened)
           if (!landed) throw lost
-        })
+        }, options)
       } catch (error) {
         if (error !== lost) throw error
       }
@@ -240,3 +240,38 @@ for (const landed of [true, false]) {
     }
   })
 }
+
+/** The service's store, counting the statements its transactions send after their opening (BEGIN and the revision lock, one message on PostgreSQL). */
+function countingStatements(db: Database): { db: Database; counts: number[] } {
+  const counts: number[] = []
+  const counted = (tx: Queryable, i: number): Queryable => ({
+    query: (text, params) => ((counts[i] = (counts[i] ?? 0) + 1), tx.query(text, params)),
+    queryArrays: (text, params) => ((counts[i] = (counts[i] ?? 0) + 1), tx.queryArrays(text, params)),
+    exec: (script) => ((counts[i] = (counts[i] ?? 0) + 1), tx.exec(script)),
+  })
+  const wrapped = Object.assign(Object.create(db) as Database, {
+    transaction<T>(work: (tx: Queryable, opened: Row[]) => Promise<T>, options?: TransactionOptions): Promise<T> {
+      const i = counts.push(0) - 1
+      return db.transaction((tx, opened) => work(counted(tx, i), opened), options)
+    },
+  })
+  return { db: wrapped, counts }
+}
+
+t.test('a shared transaction of role grants sends the same few statements whatever their number', async (t) => {
+  const ta = await buildTestApp(t)
+  const ctx = ta.service
+  const { db, counts } = countingStatements(ctx.db)
+  const writes = new WriteQueue(db, ctx.replica)
+  const caller = { account: ta.root, ip: null }
+  const plan = (role: string) => planRoleChange(ctx, caller, role, { obj: 'reports', act: 'read', domain: 'global' }, 'grant')
+  t.match(await runPlanned({ ...ctx, writes }, await plan('counted_alone'), false), { changed: true })
+  const planned = await Promise.all(Array.from({ length: 20 }, (_, i) => plan(`counted_${i}`)))
+  // Queued in one turn of the event loop: they share the second transaction.
+  const answers = await Promise.all(planned.map((p) => runPlanned({ ...ctx, writes }, p, false)))
+  t.ok(answers.every((a) => a.changed && a.revision === answers[0]?.revision), 'the twenty shared one revision')
+  // Their rows in one statement, the audit ids, then one statement for the audit rows, the revision, the feed and the stream's items.
+  t.same(counts, [3, 3], 'three statements after the opening, for one grant and for twenty')
+  t.equal((await verifyAudit(ctx.db)).problem, null, 'the chain is whole')
+  t.equal(await auditCount(ta, 'grant'), 21, 'each its own audit row')
+})

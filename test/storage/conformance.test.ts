@@ -8,7 +8,7 @@ import type { Account } from '../../src/domain/principals.js'
 import * as accounts from '../../src/storage/accounts.js'
 import { auditHead, insertAudit, insertAudits, iterateAuditChain, listAudit } from '../../src/storage/audit.js'
 import { insertCatalogEntry, listCatalog, updateCatalogEntry } from '../../src/storage/catalog.js'
-import { readChangesAfter, recordChange, writeCommitted } from '../../src/storage/changes.js'
+import { readChangesAfter, readFeedAfter, recordChange, writeCommitted } from '../../src/storage/changes.js'
 import type { Database } from '../../src/storage/db.js'
 import { admitLoginAttempt, clearLoginFailures, recordLoginSuccess } from '../../src/storage/loginFailures.js'
 import { deleteExpiredEndedTokens, insertEndedToken, listEndedTokens } from '../../src/storage/endedTokens.js'
@@ -348,6 +348,9 @@ for (const backend of backends) {
       t.equal(await currentRevision(db), revision)
       t.same(await readChangesAfter(db, start), [{ revision, changes: [change] }])
       t.same(await readChangesAfter(db, revision), [])
+      t.same(await readFeedAfter(db, start, 10), { head: revision, rows: [{ revision, changes: [change] }] }, 'the head and the feed after a revision, read together')
+      t.same(await readFeedAfter(db, revision, 10), { head: revision, rows: [] }, 'nothing after the head')
+      t.same(await readFeedAfter(db, start - 1, 10), { head: revision, rows: null }, 'behind, with the next revision not in the feed: null (load everything again)')
       t.equal(await writeCommitted(db, writeId), revision)
       t.equal(await writeCommitted(db, randomUUID()), null)
       await t.rejects(

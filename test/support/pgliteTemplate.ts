@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite, type Transaction } from '@electric-sql/pglite'
-import type { Database, QueryResult, Queryable } from '../../src/storage/db.js'
+import type { Database, QueryResult, Queryable, Row, TransactionOptions } from '../../src/storage/db.js'
 import { migrate, readMigrations } from '../../src/storage/migrate.js'
 
 /**
@@ -84,7 +84,8 @@ function asDatabase(pglite: PGlite): Database {
       await target.exec(script)
     },
   })
-  const inTransaction = <T>(work: (tx: Queryable) => Promise<T>): Promise<T> => pglite.transaction((tx) => work(on(tx)))
+  const inTransaction = <T>(work: (tx: Queryable, opened: Row[]) => Promise<T>, options: TransactionOptions = {}): Promise<T> =>
+    pglite.transaction(async (tx) => work(on(tx), options.opening === undefined ? [] : (await on(tx).query(options.opening)).rows))
   return { kind: 'pglite', ...on(pglite), transaction: inTransaction, snapshot: inTransaction, close: () => pglite.close() }
 }
 
