@@ -19,6 +19,21 @@ const gc = (globalThis as { gc?: () => void }).gc
 const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick')
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? (QUICK ? 2 : 3))
 const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? (QUICK ? 3 : 7))
+/**
+ * BENCH_ROUTES=check,denies,…: only these HTTP rows beside the bare route, and nothing else (no other size,
+ * profile or script): an A/B of the hot path in a few minutes. The names are ROUTE_KEYS'.
+ */
+const ROUTES = process.env.BENCH_ROUTES === undefined ? null : new Set(process.env.BENCH_ROUTES.split(',').map((name) => name.trim()))
+const ROUTE_KEYS = ['healthz', 'check', 'verify', 'verify-headers', 'verify-prefix', 'batch', 'denies', 'all', 'shadow'] as const
+type RouteKey = (typeof ROUTE_KEYS)[number]
+for (const name of ROUTES ?? []) if (!(ROUTE_KEYS as readonly string[]).includes(name)) throw new Error(`BENCH_ROUTES: ${name} is not one of ${ROUTE_KEYS.join(', ')}`)
+const measured = (key: RouteKey): boolean => ROUTES === null || ROUTES.has(key)
+const NARROW = ROUTES !== null
+/**
+ * BENCH_BASELINE=<another checkout of the service> (its node_modules in place): that checkout's server too, each
+ * measured row twice in the same rounds, marked `(baseline)`: a change and what it changes, under the same load.
+ */
+const BASELINE = process.env.BENCH_BASELINE
 const rows: Array<[string, string, string]> = []
 const record = (what: string, value: string, note = '') => {
   rows.push([what, value, note])
@@ -124,9 +139,12 @@ async function inProcess(rules: number, withEnforce: boolean): Promise<InProcess
 
 const CHECK_PATH = '/v2/authz/check?obj=orders&act=read'
 
+/** BENCH_ROUTES' names of appTargets' rows, in their order. */
+const APP_ROUTES: readonly RouteKey[] = ['healthz', 'check', 'verify', 'verify-headers', 'verify-prefix', 'batch']
+
 /** The routes measured against the bare Fastify route, each with what its answer must be. */
 function appTargets(server: Server, label = ''): Target[] {
-  return [
+  const all: Target[] = [
     { name: `GET /healthz${label}`, server, path: '/healthz', status: 200 },
     { name: `GET /v2/authz/check${label}`, server, path: CHECK_PATH, status: 200 },
     // Forward auth for the same pair with the caller's own token: 204 and identity headers, no body.
@@ -136,6 +154,7 @@ function appTargets(server: Server, label = ''): Target[] {
     { name: `GET /v2/authz/verify/* (prefix)${label}`, server, path: '/v2/authz/verify/api/orders/17', status: 200 },
     { name: `POST /v2/authz/check-batch, 100 checks${label}`, server, path: '/v2/authz/check-batch', method: 'POST', body: BATCH, decisions: 100, status: 200 },
   ]
+  return all.filter((_, i) => measured(APP_ROUTES[i] as RouteKey))
 }
 
 const rps = (run: LoadRun) => run.rps
@@ -166,19 +185,21 @@ async function profileRoute(rules: number, schema: string | null, name: string, 
   )
 }
 
-/** The real app on `rules` rules (the schema of a seeded PostgreSQL store, or a fresh PGlite). */
-const serve = (rules: number, schema: string | null, env: NodeJS.ProcessEnv = {}): Promise<Server> =>
-  spawnServer('./server.ts', [String(rules), ...(schema !== null ? [schema] : [])], [], { ...process.env, ...env })
+/** The real app on `rules` rules (the schema of a seeded PostgreSQL store, or a fresh PGlite); this checkout's, or BENCH_BASELINE's. */
+const serve = (rules: number, schema: string | null, env: NodeJS.ProcessEnv = {}, script = './server.ts'): Promise<Server> =>
+  spawnServer(script, [String(rules), ...(schema !== null ? [schema] : [])], [], { ...process.env, ...env })
+/** The checkouts whose app is measured: this one, and BENCH_BASELINE's (its rows' label, its server script). */
+const checkouts: Array<[string, string]> = [['', './server.ts'], ...(BASELINE === undefined ? [] : [[' (baseline)', join(BASELINE, 'bench/server.ts')] as [string, string]])]
 
 const profileLines: string[] = []
 const httpLines: string[] = []
 
 const started = new Date()
-const command = `${QUICK ? 'BENCH_QUICK=1 ' : ''}${postgresUrl !== undefined ? 'DATABASE_URL=postgres://… ' : ''}npm run bench`
+const command = `${QUICK ? 'BENCH_QUICK=1 ' : ''}${NARROW ? `BENCH_ROUTES=${[...(ROUTES ?? [])].join(',')} ` : ''}${BASELINE === undefined ? '' : 'BENCH_BASELINE=… '}${postgresUrl !== undefined ? 'DATABASE_URL=postgres://… ' : ''}npm run bench`
 process.stderr.write(`running ${command}\n`)
 
 const small = await inProcess(1_000, true)
-if (!QUICK) {
+if (!QUICK && !NARROW) {
   const medium = await inProcess(20_000, true)
   await medium.store.drop()
   const large = await inProcess(200_000, true)
@@ -186,23 +207,29 @@ if (!QUICK) {
 }
 
 const bare = await spawnServer('./bareFastify.ts', [])
-const smallServer = await serve(1_000, small.store.schema)
-const servers = [bare, smallServer]
-const targets: Target[] = [{ name: 'bare Fastify route (yardstick)', server: bare, path: '/bare', status: 200 }, ...appTargets(smallServer)]
-// The check with the decision log writing to a file: `denies` (the default; the bench's allowed check writes nothing) and `all`.
+const servers = [bare]
+const targets: Target[] = [{ name: 'bare Fastify route (yardstick)', server: bare, path: '/bare', status: 200 }]
 const logDir = mkdtempSync(join(tmpdir(), 'aps-decisions-'))
-for (const mode of ['denies', 'all'] as const) {
-  const logged = await serve(1_000, small.store.schema, { DECISION_LOG: mode, DECISION_LOG_SINKS: `file:${join(logDir, `${mode}.ndjson`)}` })
-  servers.push(logged)
-  targets.push({ name: `GET /v2/authz/check, DECISION_LOG=${mode}, file sink`, server: logged, path: CHECK_PATH, status: 200 })
-}
-// The check with a shadow model comparing every decision (SHADOW_SAMPLE=1): the edited model, which answers as the shipped one.
 const shadowModel = writeEditedModel()
-const shadowed = await serve(1_000, small.store.schema, { SHADOW_MODEL_PATH: shadowModel.path, SHADOW_SAMPLE: '1' })
-servers.push(shadowed)
-targets.push({ name: 'GET /v2/authz/check, a shadow model comparing every decision', server: shadowed, path: CHECK_PATH, status: 200 })
+for (const [label, script] of checkouts) {
+  const smallServer = await serve(1_000, small.store.schema, {}, script)
+  servers.push(smallServer)
+  targets.push(...appTargets(smallServer, label))
+  // The check with the decision log writing to a file: `denies` (the default; the bench's allowed check writes nothing) and `all`.
+  for (const mode of (['denies', 'all'] as const).filter(measured)) {
+    const logged = await serve(1_000, small.store.schema, { DECISION_LOG: mode, DECISION_LOG_SINKS: `file:${join(logDir, `${mode}${label.length}.ndjson`)}` }, script)
+    servers.push(logged)
+    targets.push({ name: `GET /v2/authz/check, DECISION_LOG=${mode}, file sink${label}`, server: logged, path: CHECK_PATH, status: 200 })
+  }
+  // The check with a shadow model comparing every decision (SHADOW_SAMPLE=1): the edited model, which answers as the shipped one.
+  if (measured('shadow')) {
+    const shadowed = await serve(1_000, small.store.schema, { SHADOW_MODEL_PATH: shadowModel.path, SHADOW_SAMPLE: '1' }, script)
+    servers.push(shadowed)
+    targets.push({ name: `GET /v2/authz/check, a shadow model comparing every decision${label}`, server: shadowed, path: CHECK_PATH, status: 200 })
+  }
+}
 let huge: InProcess | null = null
-if (postgresUrl !== undefined && !QUICK) {
+if (postgresUrl !== undefined && !QUICK && !NARROW) {
   huge = await inProcess(1_000_000, false)
   // The two engines asked in turn, several times, so both sides of the ratio see the same machine.
   const ratios: number[] = []
@@ -257,8 +284,10 @@ try {
   rmSync(logDir, { recursive: true, force: true })
   shadowModel.remove()
 }
-await profileRoute(1_000, small.store.schema, 'GET /v2/authz/check', { path: CHECK_PATH, status: 200 })
-await profileRoute(1_000, small.store.schema, 'POST /v2/authz/check-batch, 100 checks', { path: '/v2/authz/check-batch', method: 'POST', body: BATCH, status: 200 })
+if (!NARROW) {
+  await profileRoute(1_000, small.store.schema, 'GET /v2/authz/check', { path: CHECK_PATH, status: 200 })
+  await profileRoute(1_000, small.store.schema, 'POST /v2/authz/check-batch, 100 checks', { path: '/v2/authz/check-batch', method: 'POST', body: BATCH, status: 200 })
+}
 await small.store.drop()
 await huge?.store.drop()
 
@@ -270,7 +299,7 @@ const scriptTable = (script: string, args: string[] = []): string =>
   }).trim()
 // Edited models of the family: in process at 20k, 200k and 1M rules, and over HTTP beside the shipped model (PostgreSQL).
 const editedLines: string[] = []
-if (!QUICK) {
+if (!QUICK && !NARROW) {
   process.stderr.write('edited models: npm run bench:family -- 1000 20000 200000 1000000\n')
   editedLines.push('', 'Edited models, in process (`npm run bench:family -- 1000 20000 200000 1000000`):', '', scriptTable('./family.ts', ['1000', '20000', '200000', '1000000']))
   if (postgresUrl !== undefined) {
@@ -280,7 +309,7 @@ if (!QUICK) {
 }
 
 // The shadow model's compare() per decision, in process (its HTTP row is in the table above).
-const shadowLines = ['', 'Shadow model, in process (`npm run bench:shadow`):', '', scriptTable('./shadow.ts')]
+const shadowLines = NARROW ? [] : ['', 'Shadow model, in process (`npm run bench:shadow`):', '', scriptTable('./shadow.ts')]
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU'
 process.stdout.write(

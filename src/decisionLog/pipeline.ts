@@ -33,10 +33,23 @@ interface PipelineLog {
   info(obj: object, msg?: string): void
 }
 
-const timeout = (ms: number) =>
-  new Promise<never>((_, reject) => {
-    setTimeout(() => reject(new SinkRefused(`no answer within ${ms} ms`)), ms).unref()
+/**
+ * `write`, failed with SinkRefused when it has not settled within `ms`. Its
+ * timer is cleared once it settles: a timer left to fire for every write
+ * made the process wake, and reject a promise nobody waits on, once per batch.
+ */
+async function within<T>(write: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SinkRefused(`no answer within ${ms} ms`)), ms)
+    timer.unref()
   })
+  try {
+    return await Promise.race([write, expired])
+  } finally {
+    clearTimeout(timer)
+  }
+}
 
 /**
  * One sink's side of the log: a bounded buffer in front of it and the loop
@@ -131,7 +144,7 @@ export class SinkPipeline {
     this.inFlight = events.length
     const started = performance.now()
     try {
-      await Promise.race([this.sink.write(events), timeout(timeoutMs)])
+      await within(this.sink.write(events), timeoutMs)
       this.logged += events.length
       // Written after all, once the stop had given it up.
       if (this.abandoned) this.dropped.shutdown -= events.length

@@ -43,12 +43,21 @@ function openSink(spec: DecisionSinkSpec, settings: DecisionLogSettings, parts: 
   }
 }
 
+/**
+ * How long the file and stdout sinks wait to fill a batch (DECISION_LOG_BATCH_MS
+ * when shorter). The http sink waits the whole DECISION_LOG_BATCH_MS: a POST
+ * per event would cost the receiver and the network. A stream sink written at
+ * once writes about one event at a time under load (each write settles
+ * before the next), and each write of a file is a trip through libuv's
+ * thread pool: a few milliseconds' wait makes it one write per batch.
+ */
+const STREAM_BATCH_MS = 5
+
 /** The recorder with a pipeline per configured sink (none when DECISION_LOG is off). */
 export function openDecisionLog(settings: DecisionLogSettings, parts: DecisionLogParts): DecisionRecorder {
   const specs = settings.mode === 'off' ? [] : settings.sinks
   const pipelines = specs.map((spec) => {
-    // Only the http sink waits to fill a batch: a POST per event would cost the receiver and the network.
-    const batchDelayMs = spec.kind === 'http' ? settings.batchMs : 0
+    const batchDelayMs = spec.kind === 'http' ? settings.batchMs : spec.kind === 'postgres' ? 0 : Math.min(settings.batchMs, STREAM_BATCH_MS)
     return new SinkPipeline(
       openSink(spec, settings, parts),
       {

@@ -7,7 +7,7 @@ import type { FastAnswer } from './fastAnswer.js'
 import { checkBatchAnswer } from './checkBatchAnswer.js'
 import { newSpans, readPlainBatch } from './plainBatch.js'
 import type { ServiceMetrics } from './serviceMetrics.js'
-import { DECISION_ID_HEADER, nextDecisionId } from '../decisionLog/decisionId.js'
+import { nextDecisionId } from '../decisionLog/decisionId.js'
 import type { DecisionRecorder } from '../decisionLog/recorder.js'
 import { handOver } from './decisionHandOver.js'
 import { rawRequestId } from './serviceHeaders.js'
@@ -95,7 +95,7 @@ export function checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopp
     const { body: answered, allowed } = checkBatchAnswer(ctx, account, home, body, spans, count, onDecision)
     if (allowed > 0) metrics.decision('check_batch', true, allowed)
     if (allowed < count) metrics.decision('check_batch', false, count - allowed)
-    answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8', [DECISION_ID_HEADER]: decisionId }, answered, requestId)
+    answer.json(response, decisionId, requestId, answered)
     latency(200, (performance.now() - started) / 1000)
     return true
   }

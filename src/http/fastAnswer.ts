@@ -1,22 +1,25 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import { addServiceHeaders, rawRequestId, type RevisionSource } from './serviceHeaders.js'
+import type { ServerResponse } from 'node:http'
+import type { Account } from '../domain/principals.js'
+import { identityAnswerHeaders, jsonAnswerHeaders, type RevisionSource } from './serviceHeaders.js'
 
-/** Writes a fast path's answer with the headers every answer of the service has (`requestId`: the one the path already chose, for the decision log). */
-export type FastAnswer = (
-  request: IncomingMessage,
-  response: ServerResponse,
-  status: number,
-  headers: Record<string, string>,
-  body: string | Buffer,
-  requestId?: string,
-) => void
+/** Writes a fast path's answers with the headers a route's answer has (serviceHeaders.ts); the ids are those the path already chose. */
+export interface FastAnswer {
+  /** A JSON body (check, check-batch). */
+  json(response: ServerResponse, decisionId: string, requestId: string, body: string | Buffer): void
+  /** An allowed forward auth: 204 without a body (verify), or 200 with an empty one (its prefix form). */
+  allowed(response: ServerResponse, status: 200 | 204, account: Account, decisionId: string, requestId: string): void
+}
 
-/** The answer of a request served outside Fastify, with the headers a route's answer has (serviceHeaders.ts). */
+/** The answers of requests served outside Fastify, each with the headers of the route that would have answered. */
 export function fastAnswer(replica: RevisionSource): FastAnswer {
-  return (request, response, status, headers, body, requestId = rawRequestId(request)) => {
-    addServiceHeaders(headers, requestId, replica)
-    if (status !== 204) headers['content-length'] = String(Buffer.byteLength(body))
-    response.writeHead(status, headers)
-    response.end(body)
+  return {
+    json(response, decisionId, requestId, body) {
+      response.writeHead(200, jsonAnswerHeaders(decisionId, requestId, replica, Buffer.byteLength(body)))
+      response.end(body)
+    },
+    allowed(response, status, account, decisionId, requestId) {
+      response.writeHead(status, identityAnswerHeaders(account, decisionId, requestId, replica, status === 200))
+      response.end()
+    },
   }
 }

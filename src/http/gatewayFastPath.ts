@@ -11,7 +11,7 @@ import { fastAnswer } from './fastAnswer.js'
 import type { FastPath } from './fastPath.js'
 import { ANSWERS, VERIFY_PREFIX, forwardAuthAllows, forwardAuthPair, mappedPair, type ForwardAuthAsk } from './routes/authz.js'
 import type { ServiceMetrics } from './serviceMetrics.js'
-import { DECISION_ID_HEADER, nextDecisionId } from '../decisionLog/decisionId.js'
+import { nextDecisionId } from '../decisionLog/decisionId.js'
 
 export interface GatewayFastPathOptions {
   ctx: CheckContext
@@ -84,11 +84,6 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
   const answer = fastAnswer(replica)
   const batch = checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer, recorder })
 
-  const identity = (account: Account, decisionId: string): Record<string, string> =>
-    account.merchant_id === null
-      ? { 'x-authz-user-id': account.id, [DECISION_ID_HEADER]: decisionId }
-      : { 'x-authz-user-id': account.id, 'x-authz-merchant-id': account.merchant_id, [DECISION_ID_HEADER]: decisionId }
-
   /** An allowed forward auth answered here; a refusal is left to the route (its envelope, its hand-over). */
   const forwardAuth = (request: IncomingMessage, response: ServerResponse, account: Account, ask: ForwardAuthAsk, status: 200 | 204, started: number, original: { method: string | undefined; path: string | undefined }): boolean => {
     const decisionId = nextDecisionId()
@@ -97,7 +92,7 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
     const onDecision = handOver(recorder, account, { source, decisionId, caller: null, requestId, request, ...original }, true)
     if (!forwardAuthAllows(ctx, account, ask, onDecision)) return false
     metrics.decision('verify', true)
-    answer(request, response, status, identity(account, decisionId), '', requestId)
+    answer.allowed(response, status, account, decisionId, requestId)
     ;(status === 204 ? verifyLatency : prefixLatency)(status, (performance.now() - started) / 1000)
     return true
   }
@@ -121,7 +116,7 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
       const onDecision = handOver(recorder, account, { source: 'check', decisionId, caller: null, requestId, request })
       const allowed = checkPermission(ctx, account, { obj: query.obj, act: query.act, domain: query.domain }, onDecision)
       metrics.decision('check', allowed)
-      answer(request, response, 200, { 'content-type': 'application/json; charset=utf-8', [DECISION_ID_HEADER]: decisionId }, allowed ? ANSWERS.true : ANSWERS.false, requestId)
+      answer.json(response, decisionId, requestId, allowed ? ANSWERS.true : ANSWERS.false)
       checkLatency(200, (performance.now() - started) / 1000)
       return true
     }
