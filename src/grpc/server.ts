@@ -155,7 +155,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     interceptors: [requestDeadline(options.requestTimeoutMs, options.localizer)],
   })
   server.addService(withEncodedAnswers(protos.extAuthz, 'Check'), extAuthzService(shared))
-  server.addService(protos.authz, authzService(shared))
+  server.addService(withEncodedAnswers(protos.authz, 'CheckBatch'), authzService(shared))
   server.addService(protos.health, healthService({ readiness: options.readiness, services: ['envoy.service.auth.v3.Authorization', 'aps.authz.v1.Authz'] }))
   const { tls } = options.config
   const credentials =
