@@ -3,8 +3,11 @@
  * can be read:
  *   node --import tsx bench/grpcServer.ts service <grpcPort>   the service (seeded, HTTP and gRPC)
  *   node --import tsx bench/grpcServer.ts bare <grpcPort>      a bare grpc-js server answering an empty Check
- * Prints `READY <httpPort> <token>` on stderr when listening.
+ * Prints `READY <httpPort> <token>` on stderr when listening, and on SIGUSR2
+ * `LOOP <json>`: its event loop's delay since the last SIGUSR2 (p99 and max
+ * in ms), so that a stall in the server is told from one in the sender.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Server, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js'
 import { loadServiceProtos } from '../src/grpc/protos.js'
 import app from '../src/http/app.js'
@@ -14,6 +17,13 @@ import { benchDatabase, benchService, benchSubject, seedRules } from './seed.js'
 
 const [mode, portText] = process.argv.slice(2)
 const grpcPort = Number(portText)
+
+const loop = monitorEventLoopDelay({ resolution: 1 })
+loop.enable()
+process.on('SIGUSR2', () => {
+  process.stderr.write(`LOOP ${JSON.stringify({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 })}\n`)
+  loop.reset()
+})
 
 if (mode === 'bare') {
   // The same library and the same .proto files, nothing decided: the ceiling the service is measured against.

@@ -5,7 +5,8 @@ import { UUID_PATTERN, isDomainName, isPermissionPart } from '../domain/identifi
 import { homeDomain, type Account } from '../domain/principals.js'
 import type { Localizer } from '../i18n/index.js'
 import type { DecisionRecorder } from '../decisionLog/recorder.js'
-import { admit, grpcHandOver, grpcRefusal, } from './decisions.js'
+import { batchAnswer } from './batchAnswer.js'
+import { admit, grpcHandOver, grpcRefusal } from './decisions.js'
 import { errorCodeOf, grpcError } from './status.js'
 
 /** aps.authz.v1 messages (proto/aps/authz/v1/authz.proto). */
@@ -124,12 +125,13 @@ export function authzService(options: AuthzServiceOptions): UntypedServiceImplem
     return { allowed: checkPermission(ctx, subject, query, log?.(subject)), decision_id: id }
   })
 
-  const CheckBatch = serve<CheckBatchRequest, { results: ReturnType<typeof checkPermissions>; decision_id: string }>(true, (request, caller, id, log) => {
+  // The answer goes encoded already (batchAnswer.ts; the service is registered withEncodedAnswers).
+  const CheckBatch = serve<CheckBatchRequest, Buffer>(true, (request, caller, id, log) => {
     const checks = request.checks ?? []
     if (checks.length < 1 || checks.length > MAX_CHECKS) throw new ServiceError('VALIDATION_FAILED', {}, [{ field: 'checks', message: checks.length < 1 ? 'minItems' : 'maxItems' }])
     const queries = checks.map((item, i) => question(item, `checks.${i}.`))
     const subject = checkSubject(ctx, { account: caller, ip: null }, userId(request.user_id))
-    return { results: checkPermissions(ctx, subject, queries, log?.(subject)), decision_id: id }
+    return batchAnswer(checkPermissions(ctx, subject, queries, log?.(subject)), id)
   })
 
   return { Check, CheckBatch } as UntypedServiceImplementation

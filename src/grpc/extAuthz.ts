@@ -1,4 +1,4 @@
-import { status, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js'
+import { type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js'
 import { forwardAuthAllows, type CheckContext } from '../commands/permissionQueries.js'
 import { errorTable, type ErrorCode } from '../domain/errors.js'
 import { homeDomain, type Account } from '../domain/principals.js'
@@ -6,6 +6,7 @@ import { mappedPair, type RouteMap } from '../domain/routeMap.js'
 import type { Localizer } from '../i18n/index.js'
 import { errorBody } from '../i18n/errorBody.js'
 import type { DecisionRecorder } from '../decisionLog/recorder.js'
+import { allowedAnswer } from './allowedAnswer.js'
 import { admit, grpcHandOver, grpcRefusal, type GrpcAsked } from './decisions.js'
 import { errorCodeOf, grpcStatus } from './status.js'
 
@@ -21,14 +22,14 @@ interface HeaderValueOption {
 
 interface CheckResponse {
   status: { code: number; message?: string }
-  ok_response?: { headers: HeaderValueOption[]; headers_to_remove: string[] }
   denied_response?: { status: { code: number }; headers: HeaderValueOption[]; body: string }
 }
 
+/** A refusal, or an allowed answer already encoded (allowedAnswer.ts; the service is registered withEncodedAnswers). */
+type Answer = CheckResponse | Buffer
+
 /** HeaderValueOption.HeaderAppendAction: the service's value replaces one the client sent under the same name. */
 const OVERWRITE_IF_EXISTS_OR_ADD = 2
-
-const IDENTITY_HEADERS = ['x-authz-user-id', 'x-authz-merchant-id']
 
 export interface ExtAuthzOptions {
   ctx: CheckContext
@@ -61,19 +62,6 @@ function header(key: string, value: string): HeaderValueOption {
 export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImplementation {
   const { ctx, routeMap, replica, authenticate, localizer, decisionId, recorder } = options
 
-  const ok = (account: Account, id: string): CheckResponse => ({
-    status: { code: status.OK },
-    ok_response: {
-      headers: [
-        header('x-authz-user-id', account.id),
-        ...(account.merchant_id === null ? [] : [header('x-authz-merchant-id', account.merchant_id)]),
-        header('x-decision-id', id),
-      ],
-      // A client's own identity header never reaches the upstream beside or instead of the service's.
-      headers_to_remove: account.merchant_id === null ? IDENTITY_HEADERS.slice(1) : [],
-    },
-  })
-
   const denied = (code: ErrorCode, params: Record<string, string | number>, acceptLanguage: string | undefined, id: string): CheckResponse => {
     const body = errorBody(code, localizer.translator(localizer.negotiate(undefined, acceptLanguage)), params)
     return {
@@ -87,43 +75,59 @@ export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImpleme
     }
   }
 
-  const Check = (call: ServerUnaryCall<CheckRequest, CheckResponse>, callback: sendUnaryData<CheckResponse>): void => {
+  /** The answer for an admitted account: allowed (encoded already, allowedAnswer.ts) or why not. */
+  const decide = (call: ServerUnaryCall<CheckRequest, Answer>, callback: sendUnaryData<Answer>, id: string, account: Account, method: string, path: string, logs: boolean): void => {
+    const headers = call.request.attributes?.request?.http?.headers ?? {}
+    const ask = mappedPair(routeMap, method, path)
+    if (ask === null || 'ambiguous' in ask) {
+      callback(
+        null,
+        ask === null
+          ? denied('PERMISSION_DENIED', { permission: 'unknown' }, headers['accept-language'], id)
+          : denied('ORIGINAL_PATH_AMBIGUOUS', { reason: ask.ambiguous }, headers['accept-language'], id),
+      )
+      if (logs) grpcRefusal(recorder, account, asked(id, call, headers, method, path), 'no_route')
+      return
+    }
+    const allowed = forwardAuthAllows(ctx, account, ask, logs ? grpcHandOver(recorder, account, asked(id, call, headers, method, path)) : undefined)
+    callback(null, allowed ? allowedAnswer(account.id, account.merchant_id, id) : denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, headers['accept-language'], id))
+  }
+
+  const Check = (call: ServerUnaryCall<CheckRequest, Answer>, callback: sendUnaryData<Answer>): void => {
     const id = decisionId()
     const http = call.request.attributes?.request?.http
     const headers = http?.headers ?? {}
-    const acceptLanguage = headers['accept-language']
     const method = http?.method
     const path = http?.path
     // Nothing is built for the log unless it wants decisions at all.
     const logs = recorder.wants(false)
     if (replica.isStale()) {
-      callback(null, denied('POLICY_STALE', {}, acceptLanguage, id))
+      callback(null, denied('POLICY_STALE', {}, headers['accept-language'], id))
       // Logged after the answer: who asked, and the pair the route map would have asked about.
       if (logs) admit(authenticate, headers.authorization, (account) => grpcRefusal(recorder, account, asked(id, call, headers, method, path), 'stale_policy', staleAsk(account, method, path)))
       return
     }
     if (method === undefined || method === '' || path === undefined || path === '') {
-      return callback(null, denied('EXT_AUTHZ_REQUEST_INCOMPLETE', {}, acceptLanguage, id))
+      return callback(null, denied('EXT_AUTHZ_REQUEST_INCOMPLETE', {}, headers['accept-language'], id))
     }
-    const decide = (account: Account): void => {
-      const ask = mappedPair(routeMap, method, path)
-      if (ask === null || 'ambiguous' in ask) {
-        callback(
-          null,
-          ask === null
-            ? denied('PERMISSION_DENIED', { permission: 'unknown' }, acceptLanguage, id)
-            : denied('ORIGINAL_PATH_AMBIGUOUS', { reason: ask.ambiguous }, acceptLanguage, id),
-        )
-        if (logs) grpcRefusal(recorder, account, asked(id, call, headers, method, path), 'no_route')
-        return
-      }
-      const allowed = forwardAuthAllows(ctx, account, ask, logs ? grpcHandOver(recorder, account, asked(id, call, headers, method, path)) : undefined)
-      callback(null, allowed ? ok(account, id) : denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, acceptLanguage, id))
+    // Called here rather than through admit(): a token verified before is admitted at once, and the call then builds no closure.
+    let admitted: Account | Promise<Account>
+    try {
+      admitted = authenticate(headers.authorization)
+    } catch (error) {
+      return refuse(callback, error, headers['accept-language'], id)
     }
-    admit(authenticate, headers.authorization, decide, (error) => {
-      const { code, params } = errorCodeOf(error)
-      callback(null, denied(code, params, acceptLanguage, id))
-    })
+    if (admitted instanceof Promise) {
+      admitted.then(
+        (account) => decide(call, callback, id, account, method, path, logs),
+        (error: unknown) => refuse(callback, error, headers['accept-language'], id),
+      )
+    } else decide(call, callback, id, admitted, method, path, logs)
+  }
+
+  const refuse = (callback: sendUnaryData<Answer>, error: unknown, acceptLanguage: string | undefined, id: string): void => {
+    const { code, params } = errorCodeOf(error)
+    callback(null, denied(code, params, acceptLanguage, id))
   }
 
   /** The pair a stale refusal would have asked about, when the route map names one. */
