@@ -1,5 +1,4 @@
 import cors from '@fastify/cors'
-import helmet, { type FastifyHelmetOptions } from '@fastify/helmet'
 import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -41,6 +40,7 @@ import { subRoleRoutes } from './routes/subRoles.js'
 import { changeRoutes } from './routes/changes.js'
 import { decisionRoutes } from './routes/decisions.js'
 import { registerShadowMetrics } from './shadowMetrics.js'
+import { securityHeaders } from './securityHeaders.js'
 import { ErrorEnvelope } from '../schemas/common.js'
 import { createValidatorCompiler } from '../schemas/validation.js'
 
@@ -48,16 +48,6 @@ export const BODY_LIMIT = 1024 * 1024
 
 export interface AppOptions {
   service: Service
-}
-
-/**
- * Helmet's headers for the admin API and /docs. createFastify sets nosniff
- * on every answer, including those no hook sees; over plain HTTP (a private
- * network, a local run) upgrading /docs's assets to https would break the page.
- */
-const SECURITY_HEADERS: FastifyHelmetOptions = {
-  xContentTypeOptions: false,
-  contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
 }
 
 /** A declared path as a pattern for concrete paths: `:name` stands for one segment, `*` for the rest. */
@@ -153,7 +143,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
   // The document's operations, responses and named schemas: src/http/openapi/ (openapi.json is written from it).
   await fastify.register(swagger, swaggerOptions())
   await fastify.register(async (docs) => {
-    await docs.register(helmet, SECURITY_HEADERS)
+    securityHeaders(docs)
     await docs.register(swaggerUi, { routePrefix: '/docs' })
   })
   await fastify.register(rateLimit, { global: false })
@@ -175,7 +165,7 @@ const app: FastifyPluginAsync<AppOptions> = async (fastify, { service }) => {
     // The admin API answers with helmet's headers, in a context of its own so that the gateway's routes do not.
     await typed.register(async (admin) => {
       const rest = admin.withTypeProvider<TypeBoxTypeProvider>()
-      await rest.register(helmet, SECURITY_HEADERS)
+      securityHeaders(rest)
       const limits = loginLimits(service.config.loginAccountFailures)
       await rest.register(authRoutes, {
         login: { db: service.db, passwords: service.passwords, tokens: service.tokens, limits },
