@@ -379,8 +379,11 @@ t.test('the console drives the API', { skip, timeout: 170_000 }, async (t) => {
     t.ok(await refundAllow.isChecked(), 'the matrix shows the grant')
     const reports = cell('View reports reports:read')
     t.ok(await reports.getByRole('radio', { name: 'Deny' }).isChecked(), 'and the deny')
+    // The matrix reads the sub-role again after the save, and only then shows its deny as fixed: wait for that reading.
+    const deniedNote = reports.getByText("Denied: no change here lifts a sub-role's deny (a policy import does).")
+    await deniedNote.waitFor()
     t.ok(await reports.getByRole('radio', { name: 'None' }).isDisabled(), 'which no change here lifts')
-    t.ok(await reports.getByText("Denied: no change here lifts a sub-role's deny (a policy import does).").isVisible(), 'and says so')
+    t.ok(await deniedNote.isVisible(), 'and says so')
 
     // A revoke: who loses what, asked first with the consequence; Escape answers the question and keeps the batch.
     await cell('View products products:read').getByRole('radio', { name: 'None' }).check()
