@@ -21,36 +21,10 @@ function chainedRow(id: string, entry: AuditEntry, createdAt: Date): ChainedCont
   }
 }
 
-/**
- * Appends one audit row, chained to the head kept on the store's revision
- * row. Callers pass the transaction that already locked that row (every
- * write bumps the revision first), so concurrent writers form one chain.
- */
-export async function insertAudit(tx: Queryable, entry: AuditEntry): Promise<void> {
-  await insertAudits(tx, [entry])
-}
-
 /** Rows per statement of a multi-row write: well under PostgreSQL's parameter and message limits. */
 const AUDIT_ROWS_PER_STATEMENT = 5000
 
-/**
- * The same chain as insertAudit once per entry, in a handful of statements:
- * the head locked once, the ids taken in one call, the hashes chained here,
- * the rows inserted AUDIT_ROWS_PER_STATEMENT at a time from arrays (unnest), the
- * head moved once. A write of a million entries costs the database its rows,
- * not a million round trips.
- */
-export async function insertAudits(tx: Queryable, entries: readonly AuditEntry[]): Promise<void> {
-  if (entries.length === 0) return
-  const { rows: heads } = await tx.query<{ head: string }>('SELECT audit_head AS head FROM store_revision WHERE id = 1 FOR UPDATE')
-  const head = heads[0]?.head
-  if (head === undefined) throw new Error('store_revision row is missing')
-  const chained = chainAudit(head, await takeAuditIds(tx, entries.length), entries, new Date())
-  for (const part of chained.parts) await insertChained(tx, part)
-  await tx.query('UPDATE store_revision SET audit_head = $1 WHERE id = 1', [chained.head])
-}
-
-/** The next `count` audit row ids, ascending, as one insertAudit after another would have taken them. */
+/** The next `count` audit row ids, ascending, as one row after another would have taken them. */
 export async function takeAuditIds(tx: Queryable, count: number): Promise<string[]> {
   if (count === 0) return []
   const { rows } = await tx.query<{ id: string }>(

@@ -1,6 +1,6 @@
 import type { StoreChange } from '../domain/changes.js'
 import type { Queryable } from './db.js'
-import { Params, withParts } from './statement.js'
+import type { Params } from './statement.js'
 
 /** The channel replicas LISTEN on; the payload is `<schema>:<revision>` (one database may hold several schemas). */
 export const CHANGE_CHANNEL = 'aps_changes'
@@ -16,16 +16,11 @@ export interface ChangeRow {
 }
 
 /**
- * Records what the write at `revision` changed and tells listening replicas,
- * in the writer's transaction: the notification is delivered only if the
- * transaction commits. Every so often, drops revisions no replica should need.
+ * The statement parts that record what the write at `revision` changed, in
+ * the writer's transaction (`feed_row AS (...)`; on one write in PRUNE_EVERY
+ * also the revisions no replica should need), parameters added to `params`.
+ * notifySql tells listening replicas, delivered only if the transaction commits.
  */
-export async function recordChange(tx: Queryable, revision: number, writeId: string, changes: readonly StoreChange[]): Promise<void> {
-  const params = new Params()
-  await tx.query(withParts(feedRowSql(params, revision, writeId, changes), notifySql(params, revision)), params.values)
-}
-
-/** recordChange's statement parts (`feed_row AS (...)`, and the pruning on one write in PRUNE_EVERY), parameters added to `params`. */
 export function feedRowSql(params: Params, revision: number, writeId: string, changes: readonly StoreChange[]): string[] {
   const at = params.add(revision, '::bigint')
   return [

@@ -22,14 +22,7 @@ export function revisionRowSql(params: Params, revision: number, head: string): 
   return `revision_row AS (UPDATE store_revision SET revision = ${params.add(revision, '::bigint')}, audit_head = ${params.add(head)} WHERE id = 1)`
 }
 
-/** Bumps the revision row (locked by lockRevision first); every write that changed something calls this in its transaction. */
-export async function bumpRevision(tx: Queryable): Promise<number> {
-  const { rows } = await tx.query<{ revision: string }>(
-    'UPDATE store_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision::text AS revision',
-  )
-  return Number(rows[0]?.revision ?? 0)
-}
-
+/** The store's revision as committed (no lock): what a reader compares its memory with. */
 export async function currentRevision(q: Queryable): Promise<number> {
   const { rows } = await q.query<{ revision: string }>('SELECT revision::text AS revision FROM store_revision WHERE id = 1')
   return Number(rows[0]?.revision ?? 0)

@@ -6,10 +6,10 @@ import { ruleAdded } from '../../src/domain/changes.js'
 import { loginLimits } from '../../src/domain/loginLimits.js'
 import type { Account } from '../../src/domain/principals.js'
 import * as accounts from '../../src/storage/accounts.js'
-import { auditHead, insertAudit, insertAudits, iterateAuditChain, listAudit } from '../../src/storage/audit.js'
+import { auditHead, iterateAuditChain, listAudit } from '../../src/storage/audit.js'
 import { insertCatalogEntry, listCatalog, updateCatalogEntry } from '../../src/storage/catalog.js'
-import { readChangesAfter, readFeedAfter, recordChange, writeCommitted } from '../../src/storage/changes.js'
-import type { Database } from '../../src/storage/db.js'
+import { readChangesAfter, readFeedAfter, writeCommitted } from '../../src/storage/changes.js'
+import type { Database, Queryable, Row } from '../../src/storage/db.js'
 import { admitLoginAttempt, clearLoginFailures, recordLoginSuccess } from '../../src/storage/loginFailures.js'
 import { deleteExpiredEndedTokens, insertEndedToken, listEndedTokens } from '../../src/storage/endedTokens.js'
 import { insertMerchant, listMerchants, merchantExists } from '../../src/storage/merchants.js'
@@ -18,9 +18,23 @@ import { deleteOverride, iterateOverrides, setOverride, sweepExpiredOverrides } 
 import { openPostgres } from '../../src/storage/pg.js'
 import { openPGlite } from '../../src/storage/pglite.js'
 import { deleteRule, deleteRules, insertRule, insertRules, iterateRules } from '../../src/storage/policyRows.js'
-import { bumpRevision, currentRevision } from '../../src/storage/revision.js'
+import { LOCK_REVISION, currentRevision, lockedRevision } from '../../src/storage/revision.js'
 import { ensureSubRole, ensureSubRoles, insertSubRole, listDomainSubRoles, listSubRoles, subRoleKnownIn } from '../../src/storage/subRoles.js'
+import { recordWrite, type WriteRecord } from '../../src/storage/writeRecord.js'
 import { postgresUrl } from '../helper.js'
+
+/** One write as the write queue records it: the revision row locked with BEGIN, then the audit rows, revision, feed row and items in one record. */
+function write(db: Database, record: Partial<Pick<WriteRecord, 'writeId' | 'audit' | 'changes'>>, after?: (tx: Queryable) => Promise<void>): Promise<number> {
+  return db.transaction(
+    async (tx: Queryable, opened: Row[]) => {
+      const { revision, head } = lockedRevision(opened)
+      await recordWrite(tx, { revision: revision + 1, head, writeId: record.writeId ?? randomUUID(), audit: record.audit ?? [], changes: record.changes ?? [], items: [], retentionDays: 7 })
+      await after?.(tx)
+      return revision + 1
+    },
+    { opening: LOCK_REVISION },
+  )
+}
 
 /**
  * One suite for the storage functions, run against every back end in one
@@ -339,11 +353,7 @@ for (const backend of backends) {
       const start = await currentRevision(db)
       const writeId = randomUUID()
       const change = ruleAdded('p', ['operator', 'global', 'orders', 'read'])
-      const revision = await db.transaction(async (tx) => {
-        const next = await bumpRevision(tx)
-        await recordChange(tx, next, writeId, [change])
-        return next
-      })
+      const revision = await write(db, { writeId, changes: [change] })
       t.equal(revision, start + 1)
       t.equal(await currentRevision(db), revision)
       t.same(await readChangesAfter(db, start), [{ revision, changes: [change] }])
@@ -354,8 +364,7 @@ for (const backend of backends) {
       t.equal(await writeCommitted(db, writeId), revision)
       t.equal(await writeCommitted(db, randomUUID()), null)
       await t.rejects(
-        db.transaction(async (tx) => {
-          await bumpRevision(tx)
+        write(db, {}, async () => {
           throw new Error('rolled back')
         }),
       )
@@ -365,10 +374,7 @@ for (const backend of backends) {
     t.test('audit: entries chain, list newest first with filters, the head follows', async (t) => {
       const target = unique('t')
       for (const act of ['read', 'write', 'delete']) {
-        await db.transaction(async (tx) => {
-          await bumpRevision(tx)
-          await insertAudit(tx, entry(target, { act, actor: { id: 'system', type: 'system', ip: act === 'read' ? '192.0.2.1' : null } }))
-        })
+        await write(db, { audit: [entry(target, { act, actor: { id: 'system', type: 'system', ip: act === 'read' ? '192.0.2.1' : null } })] })
       }
       const list = await listAudit(db, { target_id: target }, 1, 2)
       t.equal(list.total, 3)
@@ -387,14 +393,10 @@ for (const backend of backends) {
       t.equal(verifier.finish(await auditHead(db)), null, 'the head is the last row')
     })
 
-    t.test('audit in many rows: one chain with the single inserts, ids ascending, the head moved once', async (t) => {
+    t.test('audit in many rows: one chain, ids ascending, the head moved once', async (t) => {
       const target = unique('m')
-      await db.transaction(async (tx) => {
-        await insertAudit(tx, entry(target, { act: 'first' }))
-        await insertAudits(tx, ['a', 'b', 'c', 'd'].map((act) => entry(target, { act, actor: { id: 'system', type: 'system', ip: act === 'b' ? '192.0.2.2' : null } })))
-        await insertAudits(tx, [])
-        await insertAudit(tx, entry(target, { act: 'last' }))
-      })
+      const many = ['a', 'b', 'c', 'd'].map((act) => entry(target, { act, actor: { id: 'system', type: 'system', ip: act === 'b' ? '192.0.2.2' : null } }))
+      await write(db, { audit: [entry(target, { act: 'first' }), ...many, entry(target, { act: 'last' })] })
       const list = await listAudit(db, { target_id: target }, 1, 10)
       t.same(list.items.map((i) => [i.act, i.ip]).reverse(), [['first', null], ['a', null], ['b', '192.0.2.2'], ['c', null], ['d', null], ['last', null]], 'in order, ids ascending')
       const verifier = new ChainVerifier()
