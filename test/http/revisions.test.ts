@@ -100,9 +100,16 @@ t.test('min_revision: reads wait for it, boundedly, then answer 503 902', async 
     expectEnvelope(t, res, 400, '100')
     t.match(JSON.stringify((res.json() as { errors?: unknown }).errors), /min_revision/, `min_revision=${bad} is named`)
   }
+})
 
-  // A wait that ends because the revision arrives: a write lands while the read waits.
+t.test('min_revision: a read waiting for the next revision answers once a write applies it', async (t) => {
+  // A bound far above any write's time, so a loaded machine cannot turn the wait into a 503.
+  const ta = await buildTestApp(t, { env: { MIN_REVISION_WAIT_MS: '60000' } })
+  await onboard(ta, 'm1')
+  const clerk = await register(ta, { email: 'clerk@m1.example', sub_role_code: 'clerk', merchant_id: 'm1' })
+  const now = ta.service.replica.revision
   const waiting = ta.call({ method: 'GET', url: `/v2/authz/check?obj=orders&act=refund&user_id=${clerk.id}&min_revision=${now + 1}` })
+  t.ok(await eventually(() => ta.service.replica.waitingReads === 1), 'the read waits')
   await ta.call({ method: 'POST', url: '/v2/admin/permissions/roles/clerk/grant', body: grant })
   const answered = await waiting
   t.equal(answered.statusCode, 200, 'the waiting read answers once the write is applied')

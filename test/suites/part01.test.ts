@@ -1,0 +1,3 @@
+import { runPart } from '../support/suite.js'
+
+await runPart(0)
