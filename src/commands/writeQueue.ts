@@ -4,7 +4,7 @@ import type { StoreChange } from '../domain/changes.js'
 import { changeItemsOf } from '../domain/changeItems.js'
 import { writeCommitted } from '../storage/changes.js'
 import { StorageUnavailableError, isStorageUnavailable, type Database, type Queryable } from '../storage/db.js'
-import { writeRoleRows, type RoleRowWrite } from '../storage/policyRows.js'
+import { writeRoleRowsTakingAuditIds, type RoleRowWrite } from '../storage/policyRows.js'
 import { LOCK_REVISION, lockedRevision } from '../storage/revision.js'
 import { recordWrite } from '../storage/writeRecord.js'
 import type { Replica } from '../replica/replica.js'
@@ -167,7 +167,7 @@ export class WriteQueue {
       return await this.db.transaction(
         async (tx, opened) => {
           const locked = lockedRevision(opened)
-          const planned = await planAll(tx, take(), isolated)
+          const { planned, auditIds } = await planAll(tx, take(), isolated)
           const changed = planned.flatMap((p) => ('planned' in p && p.planned.changed ? [p.planned] : []))
           if (changed.length === 0) return { planned, revision: locked.revision }
           // The row is locked: nothing else moves the revision or the chain's head until this transaction ends.
@@ -177,6 +177,7 @@ export class WriteQueue {
             head: locked.head,
             writeId,
             audit: changed.flatMap((p) => p.audit),
+            auditIds,
             changes: changed.flatMap((p) => p.changes),
             // Each write's items from its own entries and changes: two writes of one transaction may name the same row.
             items: changed.flatMap((p) => changeItemsOf(p.audit, p.changes)),
@@ -253,12 +254,17 @@ const ONE_REFUSED = new Error('a write of a shared transaction was refused')
  * role-row writes goes in one statement (rowRun). The database out of reach
  * fails them all: nothing of the transaction commits.
  */
-async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolean): Promise<Planned[]> {
+async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolean): Promise<{ planned: Planned[]; auditIds?: string[] }> {
   const planned: Planned[] = []
   for (let i = 0; i < batch.length; ) {
     const run = isolated ? [] : rowRun(batch, i)
+    if (run.length === batch.length) {
+      // The whole transaction is one run: its statement also takes the audit ids, one per write (each plans one entry).
+      const written = await writeRun(tx, run, batch.length, run.length)
+      return { planned: written.planned, auditIds: written.auditIds }
+    }
     if (run.length > 0) {
-      planned.push(...(await writeRun(tx, run, batch.length)))
+      planned.push(...(await writeRun(tx, run, batch.length, 0)).planned)
       i += run.length
       continue
     }
@@ -274,7 +280,7 @@ async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolea
       planned.push({ queued, error })
     }
   }
-  return planned
+  return { planned }
 }
 
 /**
@@ -296,16 +302,23 @@ function rowRun(batch: readonly Queued[], start: number): Queued[] {
   return run
 }
 
-/** A run of role-row writes in one statement, each planned as its own work would have planned it; a refusal as in planAll. */
-async function writeRun(tx: Queryable, run: readonly Queued[], batchSize: number): Promise<Planned[]> {
-  let done: boolean[]
+/** A run of role-row writes in one statement (with `auditIds` audit ids), each planned as its own work would have planned it; a refusal as in planAll. */
+async function writeRun(tx: Queryable, run: readonly Queued[], batchSize: number, auditIds: number): Promise<{ planned: Planned[]; auditIds: string[] }> {
+  let done: { changed: boolean[]; auditIds: string[] }
   try {
-    done = await writeRoleRows(tx, run.map((q) => q.row as RoleRowWrite))
+    done = await writeRoleRowsTakingAuditIds(
+      tx,
+      run.map((q) => q.row as RoleRowWrite),
+      auditIds,
+    )
   } catch (error) {
     if (batchSize === 1 || isStorageUnavailable(error)) throw error
     throw ONE_REFUSED
   }
-  return run.map((queued, i) => ({ queued, planned: (queued.row as NonNullable<Queued['row']>).planned(done[i] === true) }))
+  return {
+    planned: run.map((queued, i) => ({ queued, planned: (queued.row as NonNullable<Queued['row']>).planned(done.changed[i] === true) })),
+    auditIds: done.auditIds,
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
