@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { createServer } from 'node:net'
 import { cpus, loadavg, totalmem } from 'node:os'
@@ -124,8 +125,10 @@ export async function startReplica(name: string, databaseUrl: string, settings: 
     LOG_LEVEL: 'warn',
     ...settings,
   }
+  // BENCH_CPU_PROF=<folder>: each server writes a V8 CPU profile there when it stops (where a write's CPU goes).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, `--cpu-prof-name=${name}-${port}.cpuprofile`] : []
   // A process group of its own, so that stopping it stops whatever it started too.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/http/server.ts'], {
     cwd: repositoryRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -173,6 +176,61 @@ export async function stopAll(): Promise<void> {
     }),
   )
   started.length = 0
+}
+
+// ---------------------------------------------------------------- CPU time
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); 0 when it is gone or unreadable. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The command name may hold spaces: fields are counted after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  } catch {
+    return 0
+  }
+}
+
+/** USER_HZ, 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100
+
+/**
+ * The PostgreSQL processes a run's CPU time is read from: the run's own
+ * backends (named by processUrl) and the server's background processes (WAL
+ * writer, checkpointer, ...), which work for every session on the server.
+ */
+export async function postgresPids(admin: Database, run: string): Promise<number[]> {
+  const { rows } = await admin.query<{ pid: number }>(
+    "SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 OR backend_type <> 'client backend'",
+    [`%-${run}-%`],
+  )
+  return rows.map((row) => row.pid)
+}
+
+/** CPU seconds of each party, read before and after a phase. */
+export interface CpuSample {
+  servers: number[]
+  postgres: number
+  generator: number
+}
+
+export function sampleCpu(servers: readonly Replica[], postgres: readonly number[]): CpuSample {
+  const usage = process.cpuUsage()
+  return {
+    servers: servers.map((server) => processCpuSeconds(server.child.pid ?? 0)),
+    postgres: postgres.reduce((sum, pid) => sum + processCpuSeconds(pid), 0),
+    generator: (usage.user + usage.system) / 1e6,
+  }
+}
+
+/** Each party's CPU milliseconds per write between two samples. */
+export function cpuPerWrite(before: CpuSample, after: CpuSample, writes: number): { servers: number[]; postgres: number; generator: number; total: number } {
+  const per = (seconds: number) => (seconds * 1000) / Math.max(1, writes)
+  const servers = after.servers.map((s, i) => per(s - (before.servers[i] ?? 0)))
+  const postgres = per(after.postgres - before.postgres)
+  const generator = per(after.generator - before.generator)
+  return { servers, postgres, generator, total: servers.reduce((a, b) => a + b, 0) + postgres + generator }
 }
 
 // ---------------------------------------------------------------- the run

@@ -5,7 +5,7 @@
  * each write is visible on the other server (its change stream delivers it).
  * The baseline a group commit is measured against.
  */
-import { BenchReport, ROOT_EMAIL, ROOT_PASSWORD, benchRun, fmt, followStream, postgresSettings, quantile, requirePostgres, runBench, send, sleep, startReplica, type Reply, type Replica } from './replicaProcesses.js'
+import { BenchReport, cpuPerWrite, postgresPids, sampleCpu, ROOT_EMAIL, ROOT_PASSWORD, benchRun, fmt, followStream, postgresSettings, quantile, requirePostgres, runBench, send, sleep, startReplica, type Reply, type Replica } from './replicaProcesses.js'
 
 const postgresUrl = requirePostgres('bench:writes')
 
@@ -89,6 +89,9 @@ function note(run: Run, reply: Reply, server: number, servers: number): void {
   run.acknowledged.push({ at: performance.now(), revision: reply.data.revision, other: (server + 1) % servers })
 }
 
+/** Acknowledged writes per revision: how many writes a shared transaction carried, on average. */
+const writesPerRevision = (run: Run): number => run.acknowledged.length / Math.max(1, new Set(run.acknowledged.map((w) => w.revision)).size)
+
 /** From each write's answer until the other server's stream delivered it (0 when it came first). */
 async function visibility(run: Run, streams: ReadonlyArray<{ arrivals: Map<number, number> }>): Promise<{ delays: number[]; missing: number }> {
   const deadline = performance.now() + 10_000
@@ -118,12 +121,20 @@ await runBench(bench, report, 'bench:writes', async () => {
   const streams = servers.map((server) => followStream(server, head, token))
   await sleep(200)
 
+  const pgPids = await postgresPids(bench.admin, bench.run)
+  const cpuBefore = sampleCpu(servers, pgPids)
   const load = await closedLoop(servers, CLIENTS, THROUGHPUT_MS, 'load')
+  const cpu = cpuPerWrite(cpuBefore, sampleCpu(servers, pgPids), load.acknowledged.length)
   const loadSeen = await visibility(load, streams)
   record(
     `single grants, ${CLIENTS} concurrent clients on A and B, ${THROUGHPUT_MS / 1000} s: writes/s acknowledged (p50 / p99 latency)`,
     `${fmt(load.acknowledged.length / (load.ms / 1000))} writes/s`,
     `(target >= 2,000: ${load.acknowledged.length / (load.ms / 1000) >= 2000 ? 'met' : 'MISSED'}; ${fmt(quantile(load.latencies, 0.5), 1)} / ${fmt(quantile(load.latencies, 0.99), 1)} ms; ${load.failed} failed)`,
+  )
+  record(
+    '… CPU per write acknowledged: all parties (server A + server B + PostgreSQL + load generator)',
+    `${fmt(cpu.total, 2)} ms`,
+    `(${cpu.servers.map((ms) => fmt(ms, 2)).join(' + ')} + ${fmt(cpu.postgres, 2)} + ${fmt(cpu.generator, 2)} ms; /proc's user + system time; PostgreSQL: the run's backends and the server's background processes; ${fmt(writesPerRevision(load), 1)} writes per transaction)`,
   )
   record(
     '… each visible on the other server (its change stream), p50 / p99',

@@ -4,7 +4,7 @@ import type { StoreChange } from '../domain/changes.js'
 import { changeItemsOf } from '../domain/changeItems.js'
 import { writeCommitted } from '../storage/changes.js'
 import { StorageUnavailableError, isStorageUnavailable, type Database, type Queryable } from '../storage/db.js'
-import { writeRoleRows, type RoleRowWrite } from '../storage/policyRows.js'
+import { writeRoleRowsTakingAuditIds, type RoleRowWrite } from '../storage/policyRows.js'
 import { LOCK_REVISION, lockedRevision } from '../storage/revision.js'
 import { recordWrite } from '../storage/writeRecord.js'
 import type { Replica } from '../replica/replica.js'
@@ -81,7 +81,7 @@ interface Committed {
  * commit, the same changes in memory. Writes of this process run one
  * transaction at a time; the revision row lock orders them with every other
  * replica's. Shared writes queued while a transaction is in flight go
- * together in the next one (group commit): one after another, each in a
+ * together in the next one (group commit), taken once it holds the lock: one after another, each in a
  * savepoint of its own, so a refusal undoes that write alone; then one
  * revision, their audit rows in queue order, one change-feed row, one
  * COMMIT, memory once, and each caller gets its own outcome.
@@ -116,7 +116,7 @@ export class WriteQueue {
     try {
       // Requests read in the same turn of the event loop reach the queue before this: they share the first transaction too.
       await new Promise<void>((resolve) => setImmediate(resolve))
-      for (let batch = this.next(); batch.length > 0; batch = this.next()) await this.execute(batch)
+      while (this.queue.length > 0) await this.execute()
     } finally {
       this.draining = false
     }
@@ -133,34 +133,41 @@ export class WriteQueue {
   }
 
   /**
-   * Runs one transaction's writes and answers each; never throws. Shared
-   * writes first run without savepoints (a round trip fewer each); when one
-   * is refused, that transaction is rolled back whole and the writes run
-   * again, each in a savepoint, so the refusal undoes that write alone.
+   * Runs the next transaction's writes and answers each; never throws. Its
+   * writes are taken from the queue once the transaction holds the revision
+   * lock, not before: while it waits for another replica's transaction, the
+   * writes arriving meanwhile join it instead of waiting for a lock of their
+   * own. Shared writes first run without savepoints (a round trip fewer
+   * each); when one is refused, that transaction is rolled back whole and the
+   * same writes run again, each in a savepoint, so the refusal undoes that
+   * write alone.
    */
-  private async execute(batch: readonly Queued[]): Promise<void> {
+  private async execute(): Promise<void> {
+    let batch: Queued[] | null = null
+    const take = (): readonly Queued[] => (batch ??= this.next())
     let outcome: Committed
     try {
-      outcome = await this.commit(batch, false).catch((error: unknown) => {
+      outcome = await this.commit(take, false).catch((error: unknown) => {
         if (error !== ONE_REFUSED) throw error
-        return this.commit(batch, true)
+        return this.commit(take, true)
       })
     } catch (error) {
-      for (const queued of batch) queued.reject(error)
+      // Failed before it held the lock (BEGIN refused): the writes it would have taken fail with it.
+      for (const queued of take()) queued.reject(error)
       return
     }
     await this.answer(outcome.planned, outcome.revision)
   }
 
-  /** One transaction of `batch`: committed (or found committed after an unanswered COMMIT), or thrown. */
-  private async commit(batch: readonly Queued[], isolated: boolean): Promise<Committed> {
+  /** One transaction of the writes `take` gives once the lock is held: committed (or found committed after an unanswered COMMIT), or thrown. */
+  private async commit(take: () => readonly Queued[], isolated: boolean): Promise<Committed> {
     const writeId = randomUUID()
     let attempted: Committed | null = null
     try {
       return await this.db.transaction(
         async (tx, opened) => {
           const locked = lockedRevision(opened)
-          const planned = await planAll(tx, batch, isolated)
+          const { planned, auditIds } = await planAll(tx, take(), isolated)
           const changed = planned.flatMap((p) => ('planned' in p && p.planned.changed ? [p.planned] : []))
           if (changed.length === 0) return { planned, revision: locked.revision }
           // The row is locked: nothing else moves the revision or the chain's head until this transaction ends.
@@ -170,6 +177,7 @@ export class WriteQueue {
             head: locked.head,
             writeId,
             audit: changed.flatMap((p) => p.audit),
+            auditIds,
             changes: changed.flatMap((p) => p.changes),
             // Each write's items from its own entries and changes: two writes of one transaction may name the same row.
             items: changed.flatMap((p) => changeItemsOf(p.audit, p.changes)),
@@ -246,12 +254,17 @@ const ONE_REFUSED = new Error('a write of a shared transaction was refused')
  * role-row writes goes in one statement (rowRun). The database out of reach
  * fails them all: nothing of the transaction commits.
  */
-async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolean): Promise<Planned[]> {
+async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolean): Promise<{ planned: Planned[]; auditIds?: string[] }> {
   const planned: Planned[] = []
   for (let i = 0; i < batch.length; ) {
     const run = isolated ? [] : rowRun(batch, i)
+    if (run.length === batch.length) {
+      // The whole transaction is one run: its statement also takes the audit ids, one per write (each plans one entry).
+      const written = await writeRun(tx, run, batch.length, run.length)
+      return { planned: written.planned, auditIds: written.auditIds }
+    }
     if (run.length > 0) {
-      planned.push(...(await writeRun(tx, run, batch.length)))
+      planned.push(...(await writeRun(tx, run, batch.length, 0)).planned)
       i += run.length
       continue
     }
@@ -267,7 +280,7 @@ async function planAll(tx: Queryable, batch: readonly Queued[], isolated: boolea
       planned.push({ queued, error })
     }
   }
-  return planned
+  return { planned }
 }
 
 /**
@@ -289,16 +302,23 @@ function rowRun(batch: readonly Queued[], start: number): Queued[] {
   return run
 }
 
-/** A run of role-row writes in one statement, each planned as its own work would have planned it; a refusal as in planAll. */
-async function writeRun(tx: Queryable, run: readonly Queued[], batchSize: number): Promise<Planned[]> {
-  let done: boolean[]
+/** A run of role-row writes in one statement (with `auditIds` audit ids), each planned as its own work would have planned it; a refusal as in planAll. */
+async function writeRun(tx: Queryable, run: readonly Queued[], batchSize: number, auditIds: number): Promise<{ planned: Planned[]; auditIds: string[] }> {
+  let done: { changed: boolean[]; auditIds: string[] }
   try {
-    done = await writeRoleRows(tx, run.map((q) => q.row as RoleRowWrite))
+    done = await writeRoleRowsTakingAuditIds(
+      tx,
+      run.map((q) => q.row as RoleRowWrite),
+      auditIds,
+    )
   } catch (error) {
     if (batchSize === 1 || isStorageUnavailable(error)) throw error
     throw ONE_REFUSED
   }
-  return run.map((queued, i) => ({ queued, planned: (queued.row as NonNullable<Queued['row']>).planned(done[i] === true) }))
+  return {
+    planned: run.map((queued, i) => ({ queued, planned: (queued.row as NonNullable<Queued['row']>).planned(done.changed[i] === true) })),
+    auditIds: done.auditIds,
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

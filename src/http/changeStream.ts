@@ -168,14 +168,16 @@ class ChangeStream implements ChangeSubscriber {
     this.finish()
   }
 
+  /** The items' events in one write: a shared transaction's revision holds dozens, and each write is a system call and a chunk of its own. */
   private send(items: readonly ListedChange[]): void {
     if (!items.some((item) => isAfter(item, this.cursor)) || !this.callerMayRead()) return
+    let events = ''
     for (const item of items) {
-      if (this.closed) return
       if (!isAfter(item, this.cursor)) continue
-      this.write(changeEvent(item))
+      events += changeEvent(item)
       this.cursor = { revision: item.revision, index: item.index }
     }
+    this.write(events)
     if (this.res.writableLength > this.options.bufferBytes) this.behind()
   }
 

@@ -27,12 +27,20 @@ const AUDIT_ROWS_PER_STATEMENT = 5000
 /** The next `count` audit row ids, ascending, as one row after another would have taken them. */
 export async function takeAuditIds(tx: Queryable, count: number): Promise<string[]> {
   if (count === 0) return []
-  const { rows } = await tx.query<{ id: string }>(
-    "SELECT nextval(pg_get_serial_sequence('permission_audit', 'id'))::text AS id FROM generate_series(1, $1::int)",
-    [count],
-  )
-  return rows
-    .map((r) => BigInt(r.id))
+  const params = new Params()
+  const { rows } = await tx.query<{ id: string }>(withParts([auditIdsSql(params, count)], 'SELECT id FROM audit_ids'), params.values)
+  return ascendingIds(rows.map((r) => r.id))
+}
+
+/** A statement part (`audit_ids AS (...)`, one text column `id`) taking the next `count` audit row ids. */
+export function auditIdsSql(params: Params, count: number): string {
+  return `audit_ids AS (SELECT nextval(pg_get_serial_sequence('permission_audit', 'id'))::text AS id FROM generate_series(1, ${params.add(count, '::int')}))`
+}
+
+/** Ids as text, in ascending numeric order. */
+export function ascendingIds(ids: readonly string[]): string[] {
+  return ids
+    .map((id) => BigInt(id))
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     .map(String)
 }

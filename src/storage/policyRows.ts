@@ -1,3 +1,4 @@
+import { ascendingIds, auditIdsSql, takeAuditIds } from './audit.js'
 import type { Queryable } from './db.js'
 import { Params, withParts } from './statement.js'
 import { ensureSubRolesSql } from './subRoles.js'
@@ -101,7 +102,18 @@ export interface RoleRowWrite {
  * changed the store.
  */
 export async function writeRoleRows(tx: Queryable, rows: readonly RoleRowWrite[]): Promise<boolean[]> {
-  if (rows.length === 0) return []
+  return (await writeRoleRowsTakingAuditIds(tx, rows, 0)).changed
+}
+
+/**
+ * writeRoleRows, and in the same statement the next `auditIds` audit row ids
+ * (as takeAuditIds takes them): a shared transaction of role rows learns
+ * which changed and has the ids to chain their audit rows with, in one round
+ * trip instead of two. Ids a write that changed nothing does not use are a
+ * gap in the ids, as a rolled-back write leaves one.
+ */
+export async function writeRoleRowsTakingAuditIds(tx: Queryable, rows: readonly RoleRowWrite[], auditIds: number): Promise<{ changed: boolean[]; auditIds: string[] }> {
+  if (rows.length === 0) return { changed: [], auditIds: await takeAuditIds(tx, auditIds) }
   const added = rows.filter((r) => !r.remove).map((r) => r.rule)
   const removed = rows.filter((r) => r.remove).map((r) => r.rule)
   const params = new Params()
@@ -114,11 +126,19 @@ export async function writeRoleRows(tx: Queryable, rows: readonly RoleRowWrite[]
         ]
       : []),
     ...(removed.length > 0 ? [`role_rows_removed AS (${rowsSql.delete(ptype, columnParams(params, removed))})`] : []),
+    ...(auditIds > 0 ? [auditIdsSql(params, auditIds)] : []),
   ]
-  const changed = [...(added.length > 0 ? ['SELECT * FROM role_rows_added'] : []), ...(removed.length > 0 ? ['SELECT * FROM role_rows_removed'] : [])]
-  const { rows: done } = await tx.query<Record<'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5', string>>(withParts(parts, changed.join(' UNION ALL ')), params.values)
-  const keys = new Set(done.map((r) => keyOf([r.v0, r.v1, r.v2, r.v3, r.v4, r.v5])))
-  return rows.map((r) => keys.has(keyOf(r.rule)))
+  const selected = [
+    ...(added.length > 0 ? ['SELECT *, NULL::text AS audit_id FROM role_rows_added'] : []),
+    ...(removed.length > 0 ? ['SELECT *, NULL::text AS audit_id FROM role_rows_removed'] : []),
+    ...(auditIds > 0 ? ['SELECT NULL, NULL, NULL, NULL, NULL, NULL, id FROM audit_ids'] : []),
+  ]
+  const { rows: done } = await tx.query<Record<'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5', string> & { audit_id: string | null }>(
+    withParts(parts, selected.join(' UNION ALL ')),
+    params.values,
+  )
+  const keys = new Set(done.flatMap((r) => (r.audit_id === null ? [keyOf([r.v0, r.v1, r.v2, r.v3, r.v4, r.v5])] : [])))
+  return { changed: rows.map((r) => keys.has(keyOf(r.rule))), auditIds: ascendingIds(done.flatMap((r) => (r.audit_id === null ? [] : [r.audit_id]))) }
 }
 
 export interface RuleRow {

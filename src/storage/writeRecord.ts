@@ -17,6 +17,8 @@ export interface WriteRecord {
   /** Its change-feed row's id: an unanswered COMMIT is settled by it. */
   writeId: string
   audit: readonly AuditEntry[]
+  /** Audit ids the transaction already took under its lock (writeRoleRowsTakingAuditIds), ascending; used when there are enough of them. */
+  auditIds?: readonly string[] | undefined
   changes: readonly StoreChange[]
   items: readonly ChangeItem[]
   /** CHANGE_RETENTION_DAYS */
@@ -28,11 +30,12 @@ export interface WriteRecord {
  * LOCK_REVISION): its audit rows chained after the head, the revision and
  * the chain's new head, its change-feed row and notification, its change
  * stream items and their pruning. Two round trips for an ordinary write (the
- * audit ids, then one statement of parts); a list of more audit rows than
+ * audit ids unless given, then one statement of parts); a list of more audit rows than
  * one statement takes inserts its first ones alone.
  */
 export async function recordWrite(tx: Queryable, record: WriteRecord): Promise<void> {
-  const chained = chainAudit(record.head, await takeAuditIds(tx, record.audit.length), record.audit, new Date())
+  const taken = record.auditIds !== undefined && record.auditIds.length >= record.audit.length ? record.auditIds.slice(0, record.audit.length) : await takeAuditIds(tx, record.audit.length)
+  const chained = chainAudit(record.head, taken, record.audit, new Date())
   const last = chained.parts.pop()
   for (const part of chained.parts) await insertChained(tx, part)
   const params = new Params()
