@@ -92,6 +92,9 @@ export class DecisionRecorder {
   private revisions: number[] = []
   private scheduled = false
   private readonly active: boolean
+  /** wants()'s two answers, settled at start: the hot path asks for every decision. */
+  private readonly wantsAllows: boolean
+  private readonly wantsDenies: boolean
 
   constructor(
     private readonly settings: RecorderSettings,
@@ -101,11 +104,13 @@ export class DecisionRecorder {
     private readonly shadow: ShadowComparer | null = null,
   ) {
     this.active = settings.mode !== 'off' && pipelines.length > 0
+    this.wantsAllows = shadow !== null || (this.active && settings.mode === 'all')
+    this.wantsDenies = shadow !== null || this.active
   }
 
   /** Whether a decision with this answer is to be handed over (the shadow model asks about every one). */
   wants(allowed: boolean): boolean {
-    return this.shadow !== null || (this.active && (!allowed || this.settings.mode === 'all'))
+    return allowed ? this.wantsAllows : this.wantsDenies
   }
 
   /**
