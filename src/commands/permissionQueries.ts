@@ -129,10 +129,26 @@ export function checkSubject(ctx: CheckContext, caller: Caller, userId: string |
  */
 export type OnDecision = (index: number, domain: string, obj: string, act: string, code: ReasonCode) => void
 
+/** The domain a gateway question is about: the one it names, else the subject's home domain (never forced). */
+export function checkDomain(subject: Account, domain: string | undefined): string {
+  return domain ?? homeDomain(subject)
+}
+
+/**
+ * The gateway's question as its reason code (it allows exactly when
+ * `allows(code)`), with no hand-over: for a caller that hands the decision
+ * to the log only when the log keeps it, so an answer the log does not
+ * keep costs what it costs with no log. `engine.decidingRule()` names the
+ * deciding row until the next decision.
+ */
+export function checkCode(ctx: CheckContext, subject: Account, domain: string, obj: string, act: string): ReasonCode {
+  return ctx.engine.decision(subject, domain, obj, act)
+}
+
 /** The gateway's question; the default domain is the subject's home domain, never forced. */
 export function checkPermission(ctx: CheckContext, subject: Account, query: CheckQuery, onDecision?: OnDecision): boolean {
-  const domain = query.domain ?? homeDomain(subject)
-  const code = ctx.engine.decision(subject, domain, query.obj, query.act)
+  const domain = checkDomain(subject, query.domain)
+  const code = checkCode(ctx, subject, domain, query.obj, query.act)
   onDecision?.(0, domain, query.obj, query.act, code)
   return allows(code)
 }

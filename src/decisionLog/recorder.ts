@@ -55,6 +55,18 @@ interface Pending {
   path: string | undefined
 }
 
+/** Read once: the getter costs a call into the runtime, and a process's origin never moves. */
+const TIME_ORIGIN = performance.timeOrigin
+
+/**
+ * The reasons no row decided, one object per kind shared by every event
+ * that has it (nothing changes an event's reason once made): an event pays
+ * for a reason object only when it names a row.
+ */
+const ROWLESS: Readonly<Record<DecisionReason['kind'], DecisionReason>> = Object.fromEntries(
+  [...REASON_NAMES, 'no_route', 'stale_policy'].map((kind) => [kind, { kind }]),
+) as Record<DecisionReason['kind'], DecisionReason>
+
 /** The second the last event's time fell in, and its text up to the fraction (`…T12:34:56.`). */
 let second = Number.NaN
 let secondText = ''
@@ -92,6 +104,13 @@ export class DecisionRecorder {
   private revisions: number[] = []
   private scheduled = false
   private readonly active: boolean
+  /** The last client address written, with the peer and `x-forwarded-for` it was read from (null: none yet). */
+  private lastIp: string | null = null
+  private lastPeer: string | undefined = undefined
+  private lastForwardedFor: string | undefined = undefined
+  /** wants()'s two answers, settled at start: the hot path asks for every decision. */
+  private readonly wantsAllows: boolean
+  private readonly wantsDenies: boolean
 
   constructor(
     private readonly settings: RecorderSettings,
@@ -101,11 +120,13 @@ export class DecisionRecorder {
     private readonly shadow: ShadowComparer | null = null,
   ) {
     this.active = settings.mode !== 'off' && pipelines.length > 0
+    this.wantsAllows = shadow !== null || (this.active && settings.mode === 'all')
+    this.wantsDenies = shadow !== null || this.active
   }
 
   /** Whether a decision with this answer is to be handed over (the shadow model asks about every one). */
   wants(allowed: boolean): boolean {
-    return this.shadow !== null || (this.active && (!allowed || this.settings.mode === 'all'))
+    return allowed ? this.wantsAllows : this.wantsDenies
   }
 
   /**
@@ -131,7 +152,7 @@ export class DecisionRecorder {
   ): void {
     const rule = typeof outcome === 'number' && namesARow(outcome) ? this.rules.decidingRule() : null
     this.pending.push({ source, id, subject, caller, domain, obj, act, outcome, rule, requestId, peer, forwardedFor, method, path })
-    this.at.push(performance.timeOrigin + performance.now())
+    this.at.push(TIME_ORIGIN + performance.now())
     this.revisions.push(this.revision())
     if (!this.scheduled) {
       this.scheduled = true
@@ -151,11 +172,7 @@ export class DecisionRecorder {
       const { outcome } = decision
       const allowed = typeof outcome === 'number' && allows(outcome)
       const reason: DecisionReason =
-        typeof outcome === 'string'
-          ? { kind: outcome }
-          : decision.rule === null
-            ? { kind: REASON_NAMES[outcome] }
-            : { kind: REASON_NAMES[outcome], rule: decision.rule }
+        typeof outcome === 'string' ? ROWLESS[outcome] : decision.rule === null ? ROWLESS[REASON_NAMES[outcome]] : { kind: REASON_NAMES[outcome], rule: decision.rule }
       // A refusal made before any rule was read asked the live model nothing to compare.
       const shadow =
         this.shadow === null || typeof outcome === 'string'
@@ -178,27 +195,33 @@ export class DecisionRecorder {
   /** The event: exactly section 15's fields, and nothing read from a header but the client's address and the original method and path. */
   private event(decision: Pending, allowed: boolean, reason: DecisionReason, at: number, revision: number): DecisionEvent {
     const { subject } = decision
-    const address = clientAddress(decision.peer, decision.forwardedFor, this.settings.trustProxy)
-    const event: DecisionEvent = {
-      decision_id: decision.id,
-      time: rfc3339Micros(at),
-      source: decision.source,
-      subject: { user_id: subject.id, principal_type: subject.principal_type, merchant_id: subject.merchant_id, sub_role_code: subject.sub_role_code },
-      ...(decision.caller !== null && decision.caller.id !== subject.id ? { caller_id: decision.caller.id } : {}),
-      domain: decision.domain,
-      obj: decision.obj,
-      act: decision.act,
-      allowed,
-      reason,
-      policy_revision: revision,
-      model_id: this.settings.modelId,
-      replica: this.settings.replica,
-      request_id: decision.requestId,
-      client_ip: address === null ? '' : truncateAddress(address, this.settings.clientIpPrefix),
-    }
+    const time = rfc3339Micros(at)
+    const eventSubject = { user_id: subject.id, principal_type: subject.principal_type, merchant_id: subject.merchant_id, sub_role_code: subject.sub_role_code }
+    const clientIp = this.clientIp(decision.peer, decision.forwardedFor)
+    const { modelId, replica } = this.settings
+    const { caller, source, domain, obj, act, requestId } = decision
+    // Two literals rather than a spread of an optional field (an object made and copied per event), in the one key order every sink writes.
+    const event: DecisionEvent =
+      caller === null || caller.id === subject.id
+        ? { decision_id: decision.id, time, source, subject: eventSubject, domain, obj, act, allowed, reason, policy_revision: revision, model_id: modelId, replica, request_id: requestId, client_ip: clientIp }
+        : { decision_id: decision.id, time, source, subject: eventSubject, caller_id: caller.id, domain, obj, act, allowed, reason, policy_revision: revision, model_id: modelId, replica, request_id: requestId, client_ip: clientIp }
     if (decision.method !== undefined) event.method = decision.method
     if (decision.path !== undefined) event.path = this.settings.includeQuery ? decision.path : withoutQuery(decision.path)
     return event
+  }
+
+  /**
+   * The client's address as events write it, kept for the last peer and
+   * `x-forwarded-for` seen: a gateway's decisions come over a few kept-alive
+   * connections, so most events ask again about the one just read.
+   */
+  private clientIp(peer: string | undefined, forwardedFor: string | undefined): string {
+    if (this.lastIp !== null && peer === this.lastPeer && forwardedFor === this.lastForwardedFor) return this.lastIp
+    const address = clientAddress(peer, forwardedFor, this.settings.trustProxy)
+    this.lastPeer = peer
+    this.lastForwardedFor = forwardedFor
+    this.lastIp = address === null ? '' : truncateAddress(address, this.settings.clientIpPrefix)
+    return this.lastIp
   }
 
   /** Flushes what was handed over and lets every sink write until `deadline` (ms since the epoch); then closes them. */

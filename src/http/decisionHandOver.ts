@@ -3,7 +3,7 @@ import type { Account } from '../domain/principals.js'
 import type { OnDecision } from '../commands/permissionQueries.js'
 import { batchItemId } from '../decisionLog/decisionId.js'
 import type { DecisionSource } from '../decisionLog/event.js'
-import type { DecisionRecorder } from '../decisionLog/recorder.js'
+import type { DecisionOutcome, DecisionRecorder } from '../decisionLog/recorder.js'
 import { allows } from '../engine/explain.js'
 
 /** What a gateway request tells the decision log about itself: its ids, who asked, where from. */
@@ -39,14 +39,23 @@ export function originalRequest(headers: IncomingHttpHeaders): { method: string 
  */
 export function handOver(recorder: DecisionRecorder, subject: Account, asked: AskedBy, allowsOnly = false): OnDecision | undefined {
   if (!recorder.wants(true) && (allowsOnly || !recorder.wants(false))) return undefined
-  const { source, decisionId, caller, requestId, request, method, path } = asked
-  const batch = source === 'check_batch'
+  const batch = asked.source === 'check_batch'
   return (index, domain, obj, act, code) => {
     const allowed = allows(code)
     if ((allowsOnly && !allowed) || !recorder.wants(allowed)) return
-    const id = batch ? batchItemId(decisionId, index) : decisionId
-    recorder.decided(source, id, subject, caller, domain, obj, act, code, requestId, request.socket.remoteAddress, one(request.headers['x-forwarded-for']), method, path)
+    handOverDecision(recorder, subject, asked, batch ? batchItemId(asked.decisionId, index) : asked.decisionId, domain, obj, act, code)
   }
+}
+
+/**
+ * One decision the log keeps (the caller asked `recorder.wants` first),
+ * handed over right after its evaluation: the client's address and
+ * `x-forwarded-for` are read from the request only now, so a decision
+ * not kept reads nothing and makes nothing.
+ */
+export function handOverDecision(recorder: DecisionRecorder, subject: Account, asked: AskedBy, id: string, domain: string, obj: string, act: string, outcome: DecisionOutcome): void {
+  const { source, caller, requestId, request, method, path } = asked
+  recorder.decided(source, id, subject, caller, domain, obj, act, outcome, requestId, request.socket.remoteAddress, one(request.headers['x-forwarded-for']), method, path)
 }
 
 /** Forward auth that had no pair to ask about (nothing named one, no route matched, an ambiguous path): a `no_route` deny. */
@@ -62,7 +71,5 @@ export function handOverRefusal(
   outcome: 'no_route' | 'stale_policy',
   pair: { domain: string; obj: string; act: string } = { domain: '', obj: '', act: '' },
 ): void {
-  if (!recorder.wants(false)) return
-  const { source, decisionId, caller, requestId, request, method, path } = asked
-  recorder.decided(source, decisionId, subject, caller, pair.domain, pair.obj, pair.act, outcome, requestId, request.socket.remoteAddress, one(request.headers['x-forwarded-for']), method, path)
+  if (recorder.wants(false)) handOverDecision(recorder, subject, asked, asked.decisionId, pair.domain, pair.obj, pair.act, outcome)
 }

@@ -2,16 +2,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RouteMap } from '../domain/routeMap.js'
 import { isDomainName, isPermissionPart } from '../domain/identifiers.js'
 import type { Account } from '../domain/principals.js'
-import { checkPermission, type CheckContext } from '../commands/permissionQueries.js'
+import { checkCode, checkDomain, type CheckContext } from '../commands/permissionQueries.js'
 import type { DecisionRecorder } from '../decisionLog/recorder.js'
-import { handOver, originalRequest } from './decisionHandOver.js'
+import { handOverDecision, originalRequest } from './decisionHandOver.js'
 import { rawRequestId } from './serviceHeaders.js'
 import { CHECK_BATCH_PATH, checkBatchFastPath } from './checkBatchFastPath.js'
 import { fastAnswer } from './fastAnswer.js'
 import type { FastPath } from './fastPath.js'
-import { ANSWERS, VERIFY_PREFIX, forwardAuthAllows, forwardAuthPair, mappedPair, type ForwardAuthAsk } from './routes/authz.js'
+import { ANSWERS, VERIFY_PREFIX, forwardAuthPair, mappedPair, type ForwardAuthAsk } from './routes/authz.js'
 import type { ServiceMetrics } from './serviceMetrics.js'
 import { nextDecisionId } from '../decisionLog/decisionId.js'
+import { allows } from '../engine/explain.js'
 
 export interface GatewayFastPathOptions {
   ctx: CheckContext
@@ -84,13 +85,24 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
   const answer = fastAnswer(replica)
   const batch = checkBatchFastPath({ ctx, metrics, replica, cachedAccount, stopping, answer, recorder })
 
-  /** An allowed forward auth answered here; a refusal is left to the route (its envelope, its hand-over). */
-  const forwardAuth = (request: IncomingMessage, response: ServerResponse, account: Account, ask: ForwardAuthAsk, status: 200 | 204, started: number, original: { method: string | undefined; path: string | undefined }): boolean => {
+  /**
+   * An allowed forward auth answered here; a refusal (no pair, an ambiguous
+   * path, a deny) is left to the route (its envelope, its hand-over).
+   * `prefixed`: the original path of the prefix form, else undefined (the
+   * proxy's headers name it).
+   */
+  const forwardAuth = (request: IncomingMessage, response: ServerResponse, account: Account, ask: ForwardAuthAsk, status: 200 | 204, started: number, prefixed: string | undefined): boolean => {
+    if (ask === null || 'ambiguous' in ask) return false
+    const domain = checkDomain(account, ask.domain)
+    const code = checkCode(ctx, account, domain, ask.obj, ask.act)
+    if (!allows(code)) return false
     const decisionId = nextDecisionId()
     const requestId = rawRequestId(request)
-    const source = status === 204 ? 'verify' : 'ext_authz'
-    const onDecision = handOver(recorder, account, { source, decisionId, caller: null, requestId, request, ...original }, true)
-    if (!forwardAuthAllows(ctx, account, ask, onDecision)) return false
+    if (recorder.wants(true)) {
+      const original = prefixed === undefined ? originalRequest(request.headers) : { method: 'GET', path: prefixed }
+      const asked = { source: status === 204 ? ('verify' as const) : ('ext_authz' as const), decisionId, caller: null, requestId, request, ...original }
+      handOverDecision(recorder, account, asked, decisionId, domain, ask.obj, ask.act, code)
+    }
     metrics.decision('verify', true)
     answer.allowed(response, status, account, decisionId, requestId)
     ;(status === 204 ? verifyLatency : prefixLatency)(status, (performance.now() - started) / 1000)
@@ -113,8 +125,11 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
       if (query === null || query.obj === undefined || query.act === undefined) return false
       const decisionId = nextDecisionId()
       const requestId = rawRequestId(request)
-      const onDecision = handOver(recorder, account, { source: 'check', decisionId, caller: null, requestId, request })
-      const allowed = checkPermission(ctx, account, { obj: query.obj, act: query.act, domain: query.domain }, onDecision)
+      const domain = checkDomain(account, query.domain)
+      const code = checkCode(ctx, account, domain, query.obj, query.act)
+      const allowed = allows(code)
+      // Under DECISION_LOG=denies an allow is handed nothing and makes nothing: it costs what it costs with no log.
+      if (recorder.wants(allowed)) handOverDecision(recorder, account, { source: 'check', decisionId, caller: null, requestId, request }, decisionId, domain, query.obj, query.act, code)
       metrics.decision('check', allowed)
       answer.json(response, decisionId, requestId, allowed ? ANSWERS.true : ANSWERS.false)
       checkLatency(200, (performance.now() - started) / 1000)
@@ -122,11 +137,11 @@ export function gatewayFastPath({ ctx, routeMap, metrics, replica, cachedAccount
     }
     if (path === VERIFY_PREFIX) {
       const query = plainQuery(mark < 0 ? '' : url.slice(mark + 1))
-      return query !== null && forwardAuth(request, response, account, forwardAuthPair(query, headers, routeMap), 204, started, originalRequest(headers))
+      return query !== null && forwardAuth(request, response, account, forwardAuthPair(query, headers, routeMap), 204, started, undefined)
     }
     if (path.startsWith(`${VERIFY_PREFIX}/`)) {
       const original = url.slice(VERIFY_PREFIX.length)
-      return forwardAuth(request, response, account, mappedPair(routeMap, 'GET', original), 200, started, { method: 'GET', path: original })
+      return forwardAuth(request, response, account, mappedPair(routeMap, 'GET', original), 200, started, original)
     }
     return false
   }

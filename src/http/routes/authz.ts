@@ -7,7 +7,7 @@ import { ServiceError } from '../../domain/errors.js'
 import { mappedPair, type ForwardAuthAsk, type RouteMap } from '../../domain/routeMap.js'
 import type { ServiceMetrics } from '../serviceMetrics.js'
 import { explainCheck, explainChecks } from '../../commands/accessReview.js'
-import { checkPermission, checkPermissions, checkSubject, forwardAuthAllows, type CheckContext } from '../../commands/permissionQueries.js'
+import { checkPermission, checkPermissions, checkSubject, type CheckContext } from '../../commands/permissionQueries.js'
 import type { DecisionRecorder } from '../../decisionLog/recorder.js'
 import type { DecisionSource } from '../../decisionLog/event.js'
 import { handOver, handOverNoRoute, handOverRefusal, originalRequest, type AskedBy } from '../decisionHandOver.js'
@@ -47,7 +47,7 @@ const VerifyQuery = ReadQuery({ obj: Type.Optional(Obj), act: Type.Optional(Act)
 export const VERIFY_PREFIX = '/v2/authz/verify'
 
 // Shared with gRPC's ext_authz, so they live below the front ends.
-export { forwardAuthAllows, mappedPair, type ForwardAuthAsk }
+export { mappedPair, type ForwardAuthAsk }
 
 /** One header's value, when it is sent once. */
 function header(headers: FastifyRequest['headers'], name: string): string | undefined {
