@@ -16,6 +16,7 @@ import type { Account } from '../domain/principals.js'
 import type { RouteMap } from '../domain/routeMap.js'
 import type { Localizer } from '../i18n/index.js'
 import { authzService } from './authzService.js'
+import { withCheckRequestDecoder } from './checkRequest.js'
 import { extAuthzService } from './extAuthz.js'
 import { healthService } from './health.js'
 import { loadServiceProtos } from './protos.js'
@@ -154,7 +155,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     'grpc.enable_channelz': 0,
     interceptors: [requestDeadline(options.requestTimeoutMs, options.localizer)],
   })
-  server.addService(withEncodedAnswers(protos.extAuthz, 'Check'), extAuthzService(shared))
+  server.addService(withCheckRequestDecoder(withEncodedAnswers(protos.extAuthz, 'Check'), 'Check'), extAuthzService(shared))
   server.addService(withEncodedAnswers(protos.authz, 'CheckBatch'), authzService(shared))
   server.addService(protos.health, healthService({ readiness: options.readiness, services: ['envoy.service.auth.v3.Authorization', 'aps.authz.v1.Authz'] }))
   const { tls } = options.config
