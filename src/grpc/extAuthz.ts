@@ -88,7 +88,7 @@ export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImpleme
       return
     }
     const allowed = forwardAuthAllows(ctx, account, ask, logs ? grpcHandOver(recorder, account, asked(id, call, headers, method, path)) : undefined)
-    callback(null, allowed ? allowedAnswer(account.id, account.merchant_id, id) : denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, headers['accept-language'], id))
+    callback(null, allowed ? allowedAnswer(account, id) : denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, headers['accept-language'], id))
   }
 
   /** The request is read by decodeCheckRequest (the service is registered withCheckRequestDecoder). */
