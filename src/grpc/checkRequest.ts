@@ -34,31 +34,45 @@ export interface CheckRequestRead {
 /** protobufjs's nesting limit for groups (protoc's default recursion limit). */
 const RECURSION_LIMIT = 100
 
-const NAMES = READ_HEADERS.map((name) => Buffer.from(name))
-
-/** CheckRequest.attributes (1), AttributeContext.request (4), Request.http (2). */
+/** CheckRequest.attributes (1), AttributeContext.request (4), Request.http (2): each message, the field that leads to the next. */
 const ATTRIBUTES = 1
 const REQUEST = 4
 const HTTP = 2
 /** AttributeContext.HttpRequest's fields: strings but for headers, a map<string, string> (entry key 1, value 2). */
+const ID = 1
 const METHOD = 2
 const HEADERS = 3
 const PATH = 4
-const HTTP_STRINGS = new Set([1, 5, 6, 10])
+const HOST = 5
+const SCHEME = 6
+const PROTOCOL = 10
+
+/** The messages on the way down, by their nesting depth: CheckRequest 0, AttributeContext 1, its Request 2, HttpRequest 3. */
+const LEVEL_ATTRIBUTES = 1
+const LEVEL_HTTP = 3
+
+const NAMES = READ_HEADERS.map((name) => Buffer.from(name))
 
 function outOfRange(): RangeError {
   return new RangeError('index out of range')
 }
 
+/** Buffer's own UTF-8 decoder of a range, without toString's argument checks (protobufjs calls the same). */
+type Utf8Slicing = Buffer & { utf8Slice(start: number, end: number): string }
+
 class CheckRequestReader {
   private pos = 0
   /** The end of the message being read. */
   private len: number
-  private method: string | undefined
-  private path: string | undefined
-  private readonly values: Array<string | undefined> = READ_HEADERS.map(() => undefined)
+  private method: string | undefined = undefined
+  private path: string | undefined = undefined
+  /** READ_HEADERS's values, in that order. */
+  private authorization: string | undefined = undefined
+  private acceptLanguage: string | undefined = undefined
+  private requestId: string | undefined = undefined
+  private forwardedFor: string | undefined = undefined
 
-  constructor(private readonly buf: Buffer) {
+  constructor(private readonly buf: Utf8Slicing) {
     this.len = buf.length
   }
 
@@ -66,65 +80,64 @@ class CheckRequestReader {
     const end = this.len
     while (this.pos < end) {
       const tag = this.uint32()
-      if (tag >>> 3 === ATTRIBUTES) this.message(this.attributes, 1)
+      if (tag >>> 3 === ATTRIBUTES) this.message(LEVEL_ATTRIBUTES)
       else this.skipType(tag & 7, 0)
     }
-    const headers: Partial<Record<ReadHeader, string>> = {}
-    for (let i = 0; i < READ_HEADERS.length; i++) {
-      const value = this.values[i]
-      if (value !== undefined) headers[READ_HEADERS[i] as ReadHeader] = value
-    }
+    const headers: CheckRequestRead['headers'] = {}
+    if (this.authorization !== undefined) headers.authorization = this.authorization
+    if (this.acceptLanguage !== undefined) headers['accept-language'] = this.acceptLanguage
+    if (this.requestId !== undefined) headers['x-request-id'] = this.requestId
+    if (this.forwardedFor !== undefined) headers['x-forwarded-for'] = this.forwardedFor
     return { method: this.method, path: this.path, headers }
   }
 
-  /** A later message field replaces an earlier one whole: what the earlier one held is forgotten. */
-  private forget(): void {
-    this.method = undefined
-    this.path = undefined
-    this.values.fill(undefined)
-  }
-
   /**
-   * An embedded message (its length first) read by `body` within its
-   * bounds, at nesting `depth`. No read goes past `len`, so the message
-   * ends exactly at its end (protobufjs's check that it does never fails).
+   * An embedded message (its length first) at nesting `level`, read within
+   * its bounds. A later message field replaces an earlier one whole, so
+   * what the earlier one held is forgotten. No read goes past `len`, so
+   * the message ends exactly at its end (protobufjs's check that it does
+   * never fails).
    */
-  private message(body: (end: number, depth: number) => void, depth: number): void {
+  private message(level: number): void {
     const length = this.uint32()
     const end = this.pos + length
     if (end > this.len) throw outOfRange()
     const outer = this.len
     this.len = end
-    this.forget()
-    body.call(this, end, depth)
-    this.len = outer
-  }
-
-  private attributes(end: number, depth: number): void {
-    while (this.pos < end) {
-      const tag = this.uint32()
-      if (tag >>> 3 === REQUEST) this.message(this.request, depth + 1)
-      else this.skipType(tag & 7, depth)
-    }
-  }
-
-  private request(end: number, depth: number): void {
-    while (this.pos < end) {
-      const tag = this.uint32()
-      if (tag >>> 3 === HTTP) this.message(this.http, depth + 1)
-      else this.skipType(tag & 7, depth)
-    }
-  }
-
-  private http(end: number, depth: number): void {
+    this.method = undefined
+    this.path = undefined
+    this.authorization = undefined
+    this.acceptLanguage = undefined
+    this.requestId = undefined
+    this.forwardedFor = undefined
     while (this.pos < end) {
       const tag = this.uint32()
       const field = tag >>> 3
-      if (field === METHOD) this.method = this.string()
-      else if (field === PATH) this.path = this.string()
-      else if (field === HEADERS) this.header(depth)
-      else if (HTTP_STRINGS.has(field)) this.stringEnd()
-      else this.skipType(tag & 7, depth)
+      if (level === LEVEL_HTTP) this.httpField(field, tag, level)
+      else if (field === (level === LEVEL_ATTRIBUTES ? REQUEST : HTTP)) this.message(level + 1)
+      else this.skipType(tag & 7, level)
+    }
+    this.len = outer
+  }
+
+  private httpField(field: number, tag: number, depth: number): void {
+    switch (field) {
+      case METHOD:
+        this.method = this.string()
+        return
+      case PATH:
+        this.path = this.string()
+        return
+      case HEADERS:
+        return this.header(depth)
+      case ID:
+      case HOST:
+      case SCHEME:
+      case PROTOCOL:
+        this.stringEnd()
+        return
+      default:
+        return this.skipType(tag & 7, depth)
     }
   }
 
@@ -150,8 +163,20 @@ class CheckRequestReader {
       } else this.skipType(tag & 7, depth)
     }
     this.len = outer
-    const index = this.readHeader(keyStart, keyEnd)
-    if (index >= 0) this.values[index] = this.buf.toString('utf8', valueStart, valueEnd)
+    switch (this.readHeader(keyStart, keyEnd)) {
+      case 0:
+        this.authorization = this.buf.utf8Slice(valueStart, valueEnd)
+        return
+      case 1:
+        this.acceptLanguage = this.buf.utf8Slice(valueStart, valueEnd)
+        return
+      case 2:
+        this.requestId = this.buf.utf8Slice(valueStart, valueEnd)
+        return
+      case 3:
+        this.forwardedFor = this.buf.utf8Slice(valueStart, valueEnd)
+        return
+    }
   }
 
   /** Which of READ_HEADERS the key's bytes spell, or -1. */
@@ -180,7 +205,7 @@ class CheckRequestReader {
 
   private string(): string {
     const end = this.stringEnd()
-    return this.buf.toString('utf8', this.start, end)
+    return this.buf.utf8Slice(this.start, end)
   }
 
   /** A varint read as protobufjs reads a tag or a length. */
@@ -257,7 +282,7 @@ class CheckRequestReader {
 
 /** A CheckRequest's bytes, read as far as the service reads them; throws on a message protobufjs refuses (the call then ends INTERNAL, as before). */
 export function decodeCheckRequest(bytes: Buffer): CheckRequestRead {
-  return new CheckRequestReader(bytes).read()
+  return new CheckRequestReader(bytes as Utf8Slicing).read()
 }
 
 /** `definition` with `method`'s requests read by decodeCheckRequest instead of protobufjs. */
