@@ -8,13 +8,21 @@
  *   check-batch's on the same server (neither client decodes the answers).
  * Each server is a process of its own (bench/grpcServer.ts); the closed
  * loops' client is this process, so on a small machine it shares the cores
- * with the server. The latency rows come from an open-loop sender in a
- * process of its own (bench/grpcLoad.ts: sends spread evenly over 4
- * connections), at the same rate against both servers: the time from each
- * call's send to its answer (the figure the target is about; it includes
- * the client library and the loopback as well as the server), the time
- * from its due time (adding the sender's own lateness), and each event
- * loop's delay meanwhile, which tells a stalled server from a stalled sender.
+ * with the server.
+ *
+ * The latency rows: both servers in turn at the same rate (half the
+ * service's maximum), 4 connections. With h2load installed (Debian's
+ * `nghttp2-client`; bench/grpcH2load.ts) it is the sender, and each figure
+ * is the time from the call's send on its stream to the end of its answer
+ * (headers, message, trailers): the server (HTTP/2, grpc-js, the service),
+ * the loopback, and h2load's own reading, which in C on libev adds little;
+ * h2load sends a rate's calls in small bursts (its timer's ticks), so a
+ * burst's last call also waits for the ones before it. Without h2load the
+ * sender is bench/grpcLoad.ts, a Node process: the same figure then also
+ * holds grpc-js's client and that process's garbage collection and event
+ * loop stalls, shown beside it (the time from each call's due time, and
+ * the sender's loop delay). Either way the server's event-loop delay over
+ * the run is shown, which tells a stalled server from a stalled sender.
  */
 import { spawn } from 'node:child_process'
 import { cpus, loadavg } from 'node:os'
@@ -23,6 +31,7 @@ import { loadServiceProtos } from '../src/grpc/protos.js'
 import { freePort } from '../test/support/serverProcess.js'
 import { load, median, processCpuMicros, spawnServer, type Server } from './http.js'
 import { checkRequest, type LatencySpread } from './grpcRequests.js'
+import { h2loadAtRate, h2loadAvailable } from './grpcH2load.js'
 import { BATCH } from './seed.js'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -72,13 +81,26 @@ const CHANNELS = 4
 
 interface AtRate {
   fromSend: LatencySpread
-  fromDue: LatencySpread
-  senderLoopDelay: { p99: number; max: number }
-  serverLoopDelay: { p99: number; max: number }
+  /** The Node sender's only. */
+  fromDue?: LatencySpread
+  senderLoopDelay?: { p99: number; max: number }
+  /** h2load's only: calls sent and those unanswered when it stopped. */
+  calls?: number
+  unanswered?: number
+  serverLoopDelay: ServerLoop
 }
 
+/** The server's event-loop delay (ms) and its garbage collections (count, total and longest pause in ms) over a run. */
+interface ServerLoop {
+  p99: number
+  max: number
+  gc: { count: number; total: number; max: number }
+}
+
+const H2LOAD = h2loadAvailable()
+
 /** The server's event-loop delay since it was last asked (bench/grpcServer.ts answers SIGUSR2 with a LOOP line). */
-function serverLoopDelay(target: GrpcServer): Promise<{ p99: number; max: number }> {
+function serverLoopDelay(target: GrpcServer): Promise<ServerLoop> {
   return new Promise((resolve) => {
     let text = ''
     const onData = (chunk: Buffer): void => {
@@ -86,16 +108,21 @@ function serverLoopDelay(target: GrpcServer): Promise<{ p99: number; max: number
       const match = /LOOP (\{[^\n]*\})\n/.exec(text)
       if (match === null) return
       target.server.child.stderr?.off('data', onData)
-      resolve(JSON.parse(match[1] as string) as { p99: number; max: number })
+      resolve(JSON.parse(match[1] as string) as ServerLoop)
     }
     target.server.child.stderr?.on('data', onData)
     process.kill(target.server.pid, 'SIGUSR2')
   })
 }
 
-/** Calls sent at a fixed `rate` for `seconds` by a process of their own (bench/grpcLoad.ts): their latency spread, and both event loops' delay meanwhile. */
+/** Calls sent at a fixed `rate` for `seconds` by a process of their own (h2load, else bench/grpcLoad.ts): their latency spread, and the event loops' delay meanwhile. */
 async function atRate(target: GrpcServer, rate: number, seconds: number, expectOk: boolean): Promise<AtRate> {
   await serverLoopDelay(target)
+  if (H2LOAD) {
+    const check = Authorization.service.Check as MethodDefinition<unknown, unknown>
+    const run = await h2loadAtRate(target.port, check.path, check.requestSerialize(request), rate, seconds, CHANNELS)
+    return { fromSend: run.spread, calls: run.calls, unanswered: run.unanswered, serverLoopDelay: await serverLoopDelay(target) }
+  }
   const sender = spawn(process.execPath, ['--import', 'tsx', new URL('./grpcLoad.ts', import.meta.url).pathname, JSON.stringify({ port: target.port, rate, seconds, channels: CHANNELS, token: target.server.token, expectOk })], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -155,6 +182,7 @@ try {
     httpBatch.push(await load({ name: 'check-batch', server: service.server, path: '/v2/authz/check-batch', method: 'POST', body: BATCH, decisions: 100, status: 200 }, SECONDS))
   }
   const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+  if (!H2LOAD) console.log('h2load not found (Debian package nghttp2-client): the latency rows come from the Node sender, bench/grpcLoad.ts, and hold its own stalls')
   console.log(`gRPC bench: ${ROUNDS} rounds of ${SECONDS} s, ${IN_FLIGHT} calls in flight; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
   console.log('| figure | service | bare grpc-js | ratio | target |')
   console.log('|---|---:|---:|---:|---|')
@@ -162,11 +190,18 @@ try {
   console.log(`| ext_authz Check, calls per server CPU second | ${fmt(perCpu)} | ${fmt(barePerCpu)} | ${fmt(perCpu / barePerCpu, 2)} | ≥ 0.8 |`)
   const ms = (n: number) => `${fmt(n, 2)} ms`
   const spreadText = (s: LatencySpread) => [s.p50, s.p90, s.p99, s.max].map((n) => fmt(n, 2)).join(' / ')
-  console.log(`| ext_authz Check p99 at ${fmt(rate)} calls/s (half the maximum), send to answer | ${ms(oursAtRate.fromSend.p99)} | ${ms(bareAtRate.fromSend.p99)} | | < 2 ms |`)
+  const sender = H2LOAD ? 'h2load' : 'Node sender'
+  const delay = (d: { p99: number; max: number } | undefined) => (d === undefined ? '' : `${fmt(d.p99, 2)} / ${fmt(d.max, 2)}`)
+  console.log(`| ext_authz Check p99 at ${fmt(rate)} calls/s (half the maximum), send to answer, ${sender} | ${ms(oursAtRate.fromSend.p99)} | ${ms(bareAtRate.fromSend.p99)} | | < 2 ms |`)
   console.log(`| (same) p50 / p90 / p99 / max, send to answer, ms | ${spreadText(oursAtRate.fromSend)} | ${spreadText(bareAtRate.fromSend)} | | |`)
-  console.log(`| (same) p50 / p90 / p99 / max, due time to answer, ms | ${spreadText(oursAtRate.fromDue)} | ${spreadText(bareAtRate.fromDue)} | | |`)
-  console.log(`| (same) server event-loop delay p99 / max, ms | ${fmt(oursAtRate.serverLoopDelay.p99, 2)} / ${fmt(oursAtRate.serverLoopDelay.max, 2)} | ${fmt(bareAtRate.serverLoopDelay.p99, 2)} / ${fmt(bareAtRate.serverLoopDelay.max, 2)} | | |`)
-  console.log(`| (same) sender event-loop delay p99 / max, ms | ${fmt(oursAtRate.senderLoopDelay.p99, 2)} / ${fmt(oursAtRate.senderLoopDelay.max, 2)} | ${fmt(bareAtRate.senderLoopDelay.p99, 2)} / ${fmt(bareAtRate.senderLoopDelay.max, 2)} | | |`)
+  if (oursAtRate.fromDue !== undefined && bareAtRate.fromDue !== undefined) {
+    console.log(`| (same) p50 / p90 / p99 / max, due time to answer, ms | ${spreadText(oursAtRate.fromDue)} | ${spreadText(bareAtRate.fromDue)} | | |`)
+  }
+  console.log(`| (same) server event-loop delay p99 / max, ms | ${delay(oursAtRate.serverLoopDelay)} | ${delay(bareAtRate.serverLoopDelay)} | | |`)
+  const gcText = ({ gc }: ServerLoop) => `${gc.count} / ${fmt(gc.total, 1)} / ${fmt(gc.max, 1)}`
+  console.log(`| (same) server garbage collections: count / total / longest pause, ms | ${gcText(oursAtRate.serverLoopDelay)} | ${gcText(bareAtRate.serverLoopDelay)} | | |`)
+  if (H2LOAD) console.log(`| (same) calls sent / unanswered at the end | ${fmt(oursAtRate.calls ?? 0)} / ${fmt(oursAtRate.unanswered ?? 0)} | ${fmt(bareAtRate.calls ?? 0)} / ${fmt(bareAtRate.unanswered ?? 0)} | | |`)
+  else console.log(`| (same) sender event-loop delay p99 / max, ms | ${delay(oursAtRate.senderLoopDelay)} | ${delay(bareAtRate.senderLoopDelay)} | | |`)
   console.log(`| CheckBatch of 100, decisions/s (gRPC) | ${fmt(grpcBatch)} | | | |`)
   console.log(`| check-batch of 100, decisions/s (HTTP, same server) | ${fmt(median(httpBatch.map((r) => r.rps)) * 100)} | | | |`)
 } finally {

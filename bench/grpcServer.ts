@@ -5,9 +5,11 @@
  *   node --import tsx bench/grpcServer.ts bare <grpcPort>      a bare grpc-js server answering an empty Check
  * Prints `READY <httpPort> <token>` on stderr when listening, and on SIGUSR2
  * `LOOP <json>`: its event loop's delay since the last SIGUSR2 (p99 and max
- * in ms), so that a stall in the server is told from one in the sender.
+ * in ms), so that a stall in the server is told from one in the sender, and
+ * its garbage collections meanwhile (how many, their total and longest
+ * pause in ms), so that a stall of the collector is told from the code's.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 import { Server, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js'
 import { loadServiceProtos } from '../src/grpc/protos.js'
 import app from '../src/http/app.js'
@@ -20,9 +22,18 @@ const grpcPort = Number(portText)
 
 const loop = monitorEventLoopDelay({ resolution: 1 })
 loop.enable()
+const gc = { count: 0, total: 0, max: 0 }
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    gc.count++
+    gc.total += entry.duration
+    gc.max = Math.max(gc.max, entry.duration)
+  }
+}).observe({ entryTypes: ['gc'] })
 process.on('SIGUSR2', () => {
-  process.stderr.write(`LOOP ${JSON.stringify({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 })}\n`)
+  process.stderr.write(`LOOP ${JSON.stringify({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6, gc })}\n`)
   loop.reset()
+  Object.assign(gc, { count: 0, total: 0, max: 0 })
 })
 
 if (mode === 'bare') {

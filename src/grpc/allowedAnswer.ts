@@ -55,19 +55,54 @@ function writeHeader(w: WireWriter, h: Header): void {
   for (const b of OVERWRITE) w.byte(b)
 }
 
-/** The encoded CheckResponse allowing `userId` (of `merchantId`, when a merchant user) under `decisionId`. */
-export function allowedAnswer(userId: string, merchantId: string | null, decisionId: string): Buffer {
-  const headers = [measured('x-authz-user-id', userId)]
-  if (merchantId !== null) headers.push(measured(MERCHANT_HEADER, merchantId))
-  headers.push(measured('x-decision-id', decisionId))
+/** The account an answer names. */
+export interface AnswerAccount {
+  readonly id: string
+  readonly merchant_id: string | null
+}
+
+/** An account's identity headers (and the merchant header to remove, for a user without one), encoded once. */
+interface Identity {
+  userId: string
+  merchantId: string | null
+  headers: Buffer
+  remove: Buffer
+}
+
+/**
+ * By account object: the authenticator hands the same object for every
+ * call of a token it has verified, so only the decision id is written per
+ * call. Checked against the account's id and merchant before use, so an
+ * account changed in place is encoded again.
+ */
+const identities = new WeakMap<AnswerAccount, Identity>()
+
+function identity(account: AnswerAccount): Identity {
+  const known = identities.get(account)
+  if (known !== undefined && known.userId === account.id && known.merchantId === account.merchant_id) return known
+  const headers = [measured('x-authz-user-id', account.id)]
+  if (account.merchant_id !== null) headers.push(measured(MERCHANT_HEADER, account.merchant_id))
+  const w = new WireWriter(headers.reduce((sum, h) => sum + delimited(h.option), 0))
+  for (const h of headers) writeHeader(w, h)
   // A client's own merchant id header never reaches the upstream when the user has none.
-  const removeLength = merchantId === null ? Buffer.byteLength(MERCHANT_HEADER) : -1
-  let ok = removeLength < 0 ? 0 : delimited(removeLength)
-  for (const h of headers) ok += delimited(h.option)
+  const removeLength = Buffer.byteLength(MERCHANT_HEADER)
+  const remove = new WireWriter(account.merchant_id === null ? delimited(removeLength) : 0)
+  if (account.merchant_id === null) remove.text(TO_REMOVE, MERCHANT_HEADER, removeLength)
+  const made = { userId: account.id, merchantId: account.merchant_id, headers: w.buffer, remove: remove.buffer }
+  identities.set(account, made)
+  return made
+}
+
+/** The encoded CheckResponse allowing `account` under `decisionId`. */
+export function allowedAnswer(account: AnswerAccount, decisionId: string): Buffer {
+  const { headers, remove } = identity(account)
+  const decision = measured('x-decision-id', decisionId)
+  const ok = headers.length + delimited(decision.option) + remove.length
   const w = new WireWriter(OK_STATUS.length + delimited(ok))
   for (const b of OK_STATUS) w.byte(b)
   w.open(OK_RESPONSE, ok)
-  for (const h of headers) writeHeader(w, h)
-  if (removeLength >= 0) w.text(TO_REMOVE, MERCHANT_HEADER, removeLength)
+  w.bytes(headers)
+  writeHeader(w, decision)
+  w.bytes(remove)
   return w.buffer
 }

@@ -26,7 +26,7 @@ export interface GrpcAsked {
    * `x-forwarded-for` and Envoy's `x-request-id` are; absent for
    * aps.authz.v1, whose call metadata carries them.
    */
-  headers?: Record<string, string> | undefined
+  headers?: Readonly<Partial<Record<string, string>>> | undefined
   /** ext_authz: the original request's method and path (query and all; the recorder cuts it). */
   method?: string | undefined
   path?: string | undefined

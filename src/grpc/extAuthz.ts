@@ -7,13 +7,9 @@ import type { Localizer } from '../i18n/index.js'
 import { errorBody } from '../i18n/errorBody.js'
 import type { DecisionRecorder } from '../decisionLog/recorder.js'
 import { allowedAnswer } from './allowedAnswer.js'
+import type { CheckRequestRead } from './checkRequest.js'
 import { admit, grpcHandOver, grpcRefusal, type GrpcAsked } from './decisions.js'
 import { errorCodeOf, grpcStatus } from './status.js'
-
-/** envoy.service.auth.v3.CheckRequest, as far as the service reads it (proto/envoy/service/auth/v3/). */
-interface CheckRequest {
-  attributes?: { request?: { http?: { method?: string; path?: string; headers?: Record<string, string> } } }
-}
 
 interface HeaderValueOption {
   header: { key: string; value: string }
@@ -43,7 +39,9 @@ export interface ExtAuthzOptions {
   recorder: DecisionRecorder
 }
 
-function asked(decisionId: string, call: GrpcAsked['call'], headers: Record<string, string>, method: string | undefined, path: string | undefined): GrpcAsked {
+type Headers = CheckRequestRead['headers']
+
+function asked(decisionId: string, call: GrpcAsked['call'], headers: Headers, method: string | undefined, path: string | undefined): GrpcAsked {
   return { source: 'ext_authz', decisionId, batch: false, caller: null, call, headers, method, path }
 }
 
@@ -76,8 +74,8 @@ export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImpleme
   }
 
   /** The answer for an admitted account: allowed (encoded already, allowedAnswer.ts) or why not. */
-  const decide = (call: ServerUnaryCall<CheckRequest, Answer>, callback: sendUnaryData<Answer>, id: string, account: Account, method: string, path: string, logs: boolean): void => {
-    const headers = call.request.attributes?.request?.http?.headers ?? {}
+  const decide = (call: ServerUnaryCall<CheckRequestRead, Answer>, callback: sendUnaryData<Answer>, id: string, account: Account, method: string, path: string, logs: boolean): void => {
+    const { headers } = call.request
     const ask = mappedPair(routeMap, method, path)
     if (ask === null || 'ambiguous' in ask) {
       callback(
@@ -90,15 +88,13 @@ export function extAuthzService(options: ExtAuthzOptions): UntypedServiceImpleme
       return
     }
     const allowed = forwardAuthAllows(ctx, account, ask, logs ? grpcHandOver(recorder, account, asked(id, call, headers, method, path)) : undefined)
-    callback(null, allowed ? allowedAnswer(account.id, account.merchant_id, id) : denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, headers['accept-language'], id))
+    callback(null, allowed ? allowedAnswer(account, id) : denied('PERMISSION_DENIED', { permission: `${ask.obj}:${ask.act}` }, headers['accept-language'], id))
   }
 
-  const Check = (call: ServerUnaryCall<CheckRequest, Answer>, callback: sendUnaryData<Answer>): void => {
+  /** The request is read by decodeCheckRequest (the service is registered withCheckRequestDecoder). */
+  const Check = (call: ServerUnaryCall<CheckRequestRead, Answer>, callback: sendUnaryData<Answer>): void => {
     const id = decisionId()
-    const http = call.request.attributes?.request?.http
-    const headers = http?.headers ?? {}
-    const method = http?.method
-    const path = http?.path
+    const { method, path, headers } = call.request
     // Nothing is built for the log unless it wants decisions at all.
     const logs = recorder.wants(false)
     if (replica.isStale()) {

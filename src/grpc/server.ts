@@ -16,6 +16,7 @@ import type { Account } from '../domain/principals.js'
 import type { RouteMap } from '../domain/routeMap.js'
 import type { Localizer } from '../i18n/index.js'
 import { authzService } from './authzService.js'
+import { withCheckRequestDecoder } from './checkRequest.js'
 import { extAuthzService } from './extAuthz.js'
 import { healthService } from './health.js'
 import { loadServiceProtos } from './protos.js'
@@ -62,21 +63,26 @@ type PartialStatusObject = Parameters<CallInterface['sendStatus']>[0]
  * buffered bytes, and nothing else in the library bounds that. It is the
  * call's listener too and hands everything straight through: the
  * library's ServerInterceptingCall would build a responder, a listener and
- * a closure per step of every call, for a deadline that needs one timer.
+ * a closure per step of every call, for a deadline that needs no more than
+ * a place in PendingCalls.
  */
 class DeadlineCall implements CallInterface, InterceptingServerListener {
-  private timer: NodeJS.Timeout | undefined
   private listener: InterceptingServerListener | undefined
+  /** PendingCalls's links and the time (performance.now()) the request must have arrived by. */
+  older: DeadlineCall | null = null
+  newer: DeadlineCall | null = null
+  pending = false
+  due = 0
 
   constructor(
     private readonly next: CallInterface,
-    private readonly timeoutMs: number,
+    private readonly calls: PendingCalls,
     private readonly refusal: PartialStatusObject,
   ) {}
 
   start(listener: InterceptingServerListener): void {
     this.listener = listener
-    this.timer = setTimeout(expire, this.timeoutMs, this)
+    this.calls.add(this)
     this.next.start(this)
   }
 
@@ -91,11 +97,11 @@ class DeadlineCall implements CallInterface, InterceptingServerListener {
     this.listener?.onReceiveMessage(message)
   }
   onReceiveHalfClose(): void {
-    clearTimeout(this.timer)
+    this.calls.remove(this)
     this.listener?.onReceiveHalfClose()
   }
   onCancel(): void {
-    clearTimeout(this.timer)
+    this.calls.remove(this)
     this.listener?.onCancel()
   }
 
@@ -131,8 +137,64 @@ class DeadlineCall implements CallInterface, InterceptingServerListener {
   }
 }
 
-function expire(call: DeadlineCall): void {
-  call.expire()
+/**
+ * The calls whose request has not arrived whole yet, oldest first. All
+ * have the same time limit, so they are due in the order they began, and
+ * one timer, set for the oldest, serves them all: a timer of its own set
+ * and cleared for every call cost more CPU than the rest of the deadline.
+ */
+class PendingCalls {
+  private oldest: DeadlineCall | null = null
+  private newest: DeadlineCall | null = null
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(private readonly timeoutMs: number) {}
+
+  add(call: DeadlineCall): void {
+    call.due = performance.now() + this.timeoutMs
+    call.pending = true
+    call.older = this.newest
+    call.newer = null
+    if (this.newest === null) this.oldest = call
+    else this.newest.newer = call
+    this.newest = call
+    this.timer ??= this.wake(this.timeoutMs)
+  }
+
+  /**
+   * Not holding the process open: a pending call's stream does, and the
+   * timer may outlive the last call (it is not cleared when none is left).
+   */
+  private wake(ms: number): NodeJS.Timeout {
+    return setTimeout(sweep, ms, this).unref()
+  }
+
+  remove(call: DeadlineCall): void {
+    if (!call.pending) return
+    call.pending = false
+    if (call.older === null) this.oldest = call.newer
+    else call.older.newer = call.newer
+    if (call.newer === null) this.newest = call.older
+    else call.newer.older = call.older
+    call.older = null
+    call.newer = null
+  }
+
+  /** Ends the calls now due, and sets the timer again for the oldest left. */
+  sweep(): void {
+    this.timer = undefined
+    const now = performance.now()
+    while (this.oldest !== null && this.oldest.due <= now) {
+      const call = this.oldest
+      this.remove(call)
+      call.expire()
+    }
+    if (this.oldest !== null) this.timer = this.wake(this.oldest.due - now)
+  }
+}
+
+function sweep(calls: PendingCalls): void {
+  calls.sweep()
 }
 
 /** Ends a call whose request has not arrived whole within `timeoutMs` with DEADLINE_EXCEEDED. */
@@ -140,7 +202,8 @@ function requestDeadline(timeoutMs: number, localizer: Localizer): ServerInterce
   const refusal = grpcError('GRPC_REQUEST_TIMEOUT', localizer.translator(localizer.defaultLocale))
   const status: PartialStatusObject = { code: grpcStatusCode.DEADLINE_EXCEEDED, details: refusal.details ?? '', metadata: refusal.metadata ?? null }
   // The library's type names its own class; any ServerInterceptingCallInterface is taken where it is called.
-  return (_method, call) => new DeadlineCall(call, timeoutMs, status) as unknown as ServerInterceptingCall
+  const calls = new PendingCalls(timeoutMs)
+  return (_method, call) => new DeadlineCall(call, calls, status) as unknown as ServerInterceptingCall
 }
 
 /** Builds the gRPC server, binds GRPC_PORT (cleartext HTTP/2, or TLS with GRPC_TLS_CERT/KEY) and starts serving. */
@@ -154,7 +217,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     'grpc.enable_channelz': 0,
     interceptors: [requestDeadline(options.requestTimeoutMs, options.localizer)],
   })
-  server.addService(withEncodedAnswers(protos.extAuthz, 'Check'), extAuthzService(shared))
+  server.addService(withCheckRequestDecoder(withEncodedAnswers(protos.extAuthz, 'Check'), 'Check'), extAuthzService(shared))
   server.addService(withEncodedAnswers(protos.authz, 'CheckBatch'), authzService(shared))
   server.addService(protos.health, healthService({ readiness: options.readiness, services: ['envoy.service.auth.v3.Authorization', 'aps.authz.v1.Authz'] }))
   const { tls } = options.config

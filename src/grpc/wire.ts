@@ -39,6 +39,11 @@ export class WireWriter {
     this.buffer[this.at++] = rest
   }
 
+  /** Bytes encoded before. */
+  bytes(value: Buffer): void {
+    this.at += value.copy(this.buffer, this.at)
+  }
+
   /** A length-delimited field's tag and length, its value to follow. */
   open(tag: number, length: number): void {
     this.buffer[this.at++] = tag

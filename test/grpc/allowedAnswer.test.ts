@@ -34,14 +34,26 @@ const CASES: Array<[string, string, string | null, string]> = [
 t.test('byte for byte what protobufjs writes', async (t) => {
   for (const [what, userId, merchantId, decisionId] of CASES) {
     const expected = check.responseSerialize(asObject(userId, merchantId, decisionId))
-    t.same(allowedAnswer(userId, merchantId, decisionId).toString('hex'), expected.toString('hex'), what)
-    t.same(check.responseDeserialize(allowedAnswer(userId, merchantId, decisionId)), check.responseDeserialize(expected), `${what}: decodes to the same message`)
+    const account = { id: userId, merchant_id: merchantId }
+    t.same(allowedAnswer(account, decisionId).toString('hex'), expected.toString('hex'), what)
+    t.same(check.responseDeserialize(allowedAnswer(account, decisionId)), check.responseDeserialize(expected), `${what}: decodes to the same message`)
   }
+})
+
+t.test('an account answered again: its identity as encoded before, or again when it changed', async (t) => {
+  const account: { id: string; merchant_id: string | null } = { id: 'u-1', merchant_id: 'm1' }
+  const first = allowedAnswer(account, 'd-1')
+  t.same(allowedAnswer(account, 'd-22').toString('hex'), check.responseSerialize(asObject('u-1', 'm1', 'd-22')).toString('hex'), 'another decision id')
+  account.merchant_id = null
+  t.same(allowedAnswer(account, 'd-3').toString('hex'), check.responseSerialize(asObject('u-1', null, 'd-3')).toString('hex'), 'its merchant gone: the header removed instead')
+  account.id = 'u-2'
+  t.same(allowedAnswer(account, 'd-4').toString('hex'), check.responseSerialize(asObject('u-2', null, 'd-4')).toString('hex'), 'another id')
+  t.same(allowedAnswer({ id: 'u-1', merchant_id: 'm1' }, 'd-1'), first, 'another object of the same account: the same bytes')
 })
 
 t.test('the definition sends an encoded answer as it is and encodes any other', async (t) => {
   const serialize = (withEncodedAnswers(loadServiceProtos().extAuthz, 'Check').Check as MethodDefinition<unknown, unknown>).responseSerialize
-  const encoded = allowedAnswer('u', 'm1', 'd-1')
+  const encoded = allowedAnswer({ id: 'u', merchant_id: 'm1' }, 'd-1')
   t.equal(serialize(encoded), encoded, 'a Buffer is the answer')
   const refusal = { status: { code: 7, message: 'no' } }
   t.same(serialize(refusal), check.responseSerialize(refusal), 'an object is encoded as before')

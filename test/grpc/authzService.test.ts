@@ -138,6 +138,24 @@ t.test('bad input: refused with the right status, bounded, no crash', async (t) 
   const endless = await raw(null)
   t.equal(endless.grpcStatus, String(status.DEADLINE_EXCEEDED), 'a request that never ends: DEADLINE_EXCEEDED after REQUEST_TIMEOUT_MS')
 
+  // Several at once, begun apart, with answered calls in between (one timer serves them all, src/grpc/server.ts): each ends at its own deadline, none before it.
+  const staggered = await Promise.all(
+    [0, 100, 200].map(async (delay) => {
+      await new Promise((resolve) => setTimeout(resolve, delay))
+      const began = performance.now()
+      const [ended, answered] = await Promise.all([
+        raw(null).then((r) => ({ ...r, after: performance.now() - began })),
+        unary(grpc.extAuthz, 'Check', envoyCheckRequest('GET', '/x', { authorization: `Bearer ${token}` })),
+      ])
+      return { ...ended, answered: answered.error === null }
+    }),
+  )
+  for (const [i, ended] of staggered.entries()) {
+    t.equal(ended.grpcStatus, String(status.DEADLINE_EXCEEDED), `endless stream ${i + 1} of 3: DEADLINE_EXCEEDED`)
+    t.ok(ended.after >= 300, `endless stream ${i + 1} of 3: not before its own REQUEST_TIMEOUT_MS (${Math.round(ended.after)} ms)`)
+    t.ok(ended.answered, `the call sent beside endless stream ${i + 1}: answered`)
+  }
+
   const after = await unary<{ status: { code?: number } }>(grpc.extAuthz, 'Check', envoyCheckRequest('GET', '/x', { authorization: `Bearer ${token}` }))
   t.equal(after.error, null, 'the server still answers')
 })
