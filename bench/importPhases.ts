@@ -53,6 +53,7 @@ function timed(q: Queryable): Queryable {
     query: (text, params) => time(text, () => q.query(text, params)),
     queryArrays: (text, params) => time(text, () => q.queryArrays(text, params)),
     exec: (script) => time(script, () => q.exec(script)),
+    ...(q.copyFrom !== undefined ? { copyFrom: (target: string, lines: Iterable<string>) => time(`COPY ${target}`, () => (q.copyFrom as NonNullable<Queryable['copyFrom']>)(target, lines)) } : {}),
   }
 }
 

@@ -2,6 +2,7 @@ import type { AuditEntry } from '../domain/audit.js'
 import type { ChangeItem } from '../domain/changeItems.js'
 import type { StoreChange } from '../domain/changes.js'
 import { auditRowsSql, chainAudit, insertChained, takeAuditIds } from './audit.js'
+import { recordBulkWrite, takesBulk } from './bulkWrite.js'
 import { changeItemsSql } from './changeItems.js'
 import { feedRowSql, notifySql } from './changes.js'
 import type { Queryable } from './db.js'
@@ -32,6 +33,8 @@ export interface WriteRecord {
  * one statement takes inserts its first ones alone.
  */
 export async function recordWrite(tx: Queryable, record: WriteRecord): Promise<void> {
+  // A write of many rows (a policy import) is copied in where the store takes COPY: ./bulkWrite.ts.
+  if (takesBulk(tx, record)) return recordBulkWrite(tx, record)
   const chained = chainAudit(record.head, await takeAuditIds(tx, record.audit.length), record.audit, new Date())
   const last = chained.parts.pop()
   for (const part of chained.parts) await insertChained(tx, part)
