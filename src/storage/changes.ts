@@ -25,8 +25,13 @@ export function feedRowSql(params: Params, revision: number, writeId: string, ch
   const at = params.add(revision, '::bigint')
   return [
     `feed_row AS (INSERT INTO store_changes (revision, write_id, changes) VALUES (${at}, ${params.add(writeId)}, ${params.add(JSON.stringify(changes), '::jsonb')}))`,
-    ...(revision % PRUNE_EVERY === 0 ? [`feed_pruned AS (DELETE FROM store_changes WHERE revision <= ${params.add(revision - CHANGES_KEPT, '::bigint')})`] : []),
+    ...feedPruneSql(params, revision),
   ]
+}
+
+/** feedRowSql's pruning alone, for a feed row written otherwise (a COPY). */
+export function feedPruneSql(params: Params, revision: number): string[] {
+  return revision % PRUNE_EVERY === 0 ? [`feed_pruned AS (DELETE FROM store_changes WHERE revision <= ${params.add(revision - CHANGES_KEPT, '::bigint')})`] : []
 }
 
 /** The final select of a write's statement: the notification of `revision`, sent if the transaction commits. */

@@ -28,6 +28,13 @@ export interface Queryable {
    * rest read and dropped, so the connection is free for its next statement.
    */
   copyText?(select: string): AsyncIterable<Buffer>
+  /**
+   * `COPY target FROM STDIN` in text format, `lines` its data as written
+   * (whole lines, escaped, each ending in a newline): rows without a
+   * parameter or an array per row. PostgreSQL only (PGlite reads no COPY
+   * from its client).
+   */
+  copyFrom?(target: string, lines: Iterable<string>): Promise<void>
 }
 
 export interface PoolStats {

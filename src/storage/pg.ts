@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import {
@@ -74,6 +76,15 @@ async function* copyTextOn(client: pg.PoolClient, select: string): AsyncGenerato
   }
 }
 
+/** COPY target FROM STDIN on one connection, the lines as they come; failures as in send(). */
+async function copyFromOn(client: pg.PoolClient, target: string, lines: Iterable<string>): Promise<void> {
+  try {
+    await pipeline(Readable.from(lines), client.query(copyStreams.from(`COPY ${target} FROM STDIN`)))
+  } catch (error) {
+    throw isStorageUnavailable(error) ? new StorageUnavailableError(error) : error
+  }
+}
+
 /** BEGIN, and the opening statement in the same message (the simple protocol runs both): the opening's rows. */
 async function begin(client: pg.PoolClient, opening: string | undefined): Promise<Row[]> {
   if (opening === undefined) {
@@ -93,6 +104,7 @@ function queryableOf(client: pg.PoolClient): Queryable {
     query: <R = Row>(text: string, params?: readonly unknown[]) => send<R>(client, text, params),
     queryArrays: (text: string, params?: readonly unknown[]) => sendArrays(client, text, params),
     copyText: (select: string) => copyTextOn(client, select),
+    copyFrom: (target: string, lines: Iterable<string>) => copyFromOn(client, target, lines),
     async exec(script: string) {
       await send(client, script)
     },

@@ -1,5 +1,6 @@
+import { BracketAwareCsvParser } from 'casbin'
 import t from 'tap'
-import { compareRules, formatPolicyCsv, formatRule, parsePolicyCsv, readCsvLine, type CsvLine, type Rule } from '../../src/domain/policyCsv.js'
+import { compareRules, formatPolicyCsv, formatRule, parsePolicyCsv, readCsvLine, splitPlainLine, type CsvLine, type Rule } from '../../src/domain/policyCsv.js'
 import { onceOnPGlite } from '../support/onceOnPGlite.js'
 
 onceOnPGlite('pure domain rules')
@@ -34,6 +35,25 @@ t.test('readCsvLine reads a line as Casbin does', async (t) => {
   const unclosed = readCsvLine('p, "clerk, m-1, orders, refund, allow')
   t.equal(unclosed.kind, 'problem', 'an unclosed quote')
   t.match(unclosed, { reason: /^cannot be read as CSV: / })
+})
+
+t.test('a plain line is split as the Casbin parser splits it, and any other line is left to that parser', async (t) => {
+  const casbin = new BracketAwareCsvParser()
+  // Lines of the plain characters in every arrangement the generator finds: empty values, runs of spaces, commas at either end.
+  const alphabet = 'pg a1_.:@-,  ,,'
+  let seed = 7
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31)
+  for (let n = 0; n < 5000; n++) {
+    const line = Array.from({ length: 1 + (next() % 40) }, () => alphabet[next() % alphabet.length]).join('')
+    if (line.trim() === '') continue
+    const plain = splitPlainLine(line)
+    if (plain === null || JSON.stringify(plain) !== JSON.stringify(casbin.parse(line)?.[0])) {
+      t.same(plain, casbin.parse(line)?.[0], `"${line}"`)
+      return
+    }
+  }
+  t.same(splitPlainLine('p, imp_1, i-2, orders, read, allow'), ['p', 'imp_1', 'i-2', 'orders', 'read', 'allow'])
+  for (const line of ['p, "a", b', 'p, a(b, c)', 'p,\ta', 'g, u-1, clerk, m-1\r', 'p, caf\u00e9', 'p, m#1']) t.equal(splitPlainLine(line), null, JSON.stringify(line))
 })
 
 t.test('formatRule quotes only what needs it, and reads back', async (t) => {
