@@ -35,11 +35,10 @@ export interface WriteRecord {
  * one statement takes inserts its first ones alone.
  */
 export async function recordWrite(tx: Queryable, record: WriteRecord): Promise<void> {
-  const taken = record.auditIds !== undefined && record.auditIds.length >= record.audit.length ? record.auditIds.slice(0, record.audit.length) : await takeAuditIds(tx, record.audit.length)
-  const chained = chainAudit(record.head, taken, record.audit, new Date())
   // A write of many rows (a policy import) is copied in where the store takes COPY: ./bulkWrite.ts.
   if (takesBulk(tx, record)) return recordBulkWrite(tx, record)
-  const chained = chainAudit(record.head, await takeAuditIds(tx, record.audit.length), record.audit, new Date())
+  const taken = record.auditIds !== undefined && record.auditIds.length >= record.audit.length ? record.auditIds.slice(0, record.audit.length) : await takeAuditIds(tx, record.audit.length)
+  const chained = chainAudit(record.head, taken, record.audit, new Date())
   const last = chained.parts.pop()
   for (const part of chained.parts) await insertChained(tx, part)
   const params = new Params()
