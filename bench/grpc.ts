@@ -125,6 +125,8 @@ interface ServerLoop {
   p99: number
   max: number
   gc: { count: number; total: number; max: number; scavenges: number; markCompacts: number }
+  /** Over the scavenges: the young generation's bytes at their start (about the bytes allocated) and those still alive after. */
+  scavenged: { young: number; kept: number }
 }
 
 const H2LOAD = h2loadAvailable()
@@ -258,6 +260,11 @@ try {
     row(`${name}: server CPU per call, µs`, runs, (r) => fmt(r.cpuPerCall))
     row(`${name}: server event-loop delay p99 / max, ms`, runs, (r) => delay(r.serverLoopDelay))
     row(`${name}: server GCs: count (scavenges / mark-compacts) / total / longest pause, ms`, runs, ({ serverLoopDelay: { gc } }) => `${gc.count} (${gc.scavenges} / ${gc.markCompacts}) / ${fmt(gc.total, 1)} / ${fmt(gc.max, 1)}`)
+    if (H2LOAD) {
+      // Per call sent in the run: the scavenges' young bytes (about the allocation) and what of it survived them.
+      const perCall = (r: AtRate, bytes: number) => fmt(bytes / 1024 / Math.max(1, (r.calls ?? 0) * ((SECONDS + 1) / SECONDS)), 1)
+      row(`${name}: server bytes scavenged / kept by scavenges, per call, KB`, runs, (r) => `${perCall(r, r.serverLoopDelay.scavenged.young)} / ${perCall(r, r.serverLoopDelay.scavenged.kept)}`)
+    }
   }
   if (NODE_FLAGS.length > 0) console.log(`Servers run with: ${NODE_FLAGS.join(' ')}`)
 } finally {

@@ -10,9 +10,14 @@
  * its garbage collections meanwhile (how many, their total and longest
  * pause in ms, and how many of them were scavenges of the young generation
  * and how many mark-compacts of the whole heap), so that a stall of the
- * collector is told from the code's.
+ * collector is told from the code's; and what the scavenges found and
+ * kept: the young generation's bytes when each began (about what was
+ * allocated since the one before), and the bytes of it still alive after
+ * (copied within the young generation or promoted to the old one), whose
+ * copying is most of a scavenge's pause.
  */
 import { createServer } from 'node:http2'
+import { GCProfiler } from 'node:v8'
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type NodeGCPerformanceDetail } from 'node:perf_hooks'
 import { Server, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js'
 import { loadServiceProtos } from '../src/grpc/protos.js'
@@ -38,8 +43,29 @@ new PerformanceObserver((list) => {
     else if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) gc.markCompacts++
   }
 }).observe({ entryTypes: ['gc'] })
+let profiler = new GCProfiler()
+profiler.start()
+
+type HeapAt = ReturnType<GCProfiler['stop']>['statistics'][number]['beforeGC']
+const youngBytes = (heap: HeapAt): number =>
+  heap.heapSpaceStatistics.filter((space) => space.spaceName === 'new_space' || space.spaceName === 'new_large_object_space').reduce((sum, space) => sum + space.spaceUsedSize, 0)
+
+/** Over the scavenges since the profiler started: the young generation's bytes at their start, and those alive after. */
+function scavenged(): { young: number; kept: number } {
+  const seen = { young: 0, kept: 0 }
+  for (const gcRun of profiler.stop().statistics) {
+    if (gcRun.gcType !== 'Scavenge') continue
+    const young = youngBytes(gcRun.beforeGC)
+    seen.young += young
+    seen.kept += gcRun.afterGC.heapStatistics.usedHeapSize - (gcRun.beforeGC.heapStatistics.usedHeapSize - young)
+  }
+  profiler = new GCProfiler()
+  profiler.start()
+  return seen
+}
+
 process.on('SIGUSR2', () => {
-  process.stderr.write(`LOOP ${JSON.stringify({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6, gc })}\n`)
+  process.stderr.write(`LOOP ${JSON.stringify({ p99: loop.percentile(99) / 1e6, max: loop.max / 1e6, gc, scavenged: scavenged() })}\n`)
   loop.reset()
   Object.assign(gc, { count: 0, total: 0, max: 0, scavenges: 0, markCompacts: 0 })
 })
