@@ -99,10 +99,11 @@ const CHANNELS = 4
 const H2LOAD_SHAPE: H2loadShape = { connections: CHANNELS, streams: 64 }
 /**
  * The shapes of the second table: the main one, and one call in flight on
- * each of 8 connections, which h2load sends as each answer comes back or
- * its timer fires (spread out), where 64 streams are sent only on the
- * timer's ticks, in bursts. One call a connection holds a call back while
- * the one before is answered: the due-time row counts that wait.
+ * each of 8 connections, which h2load sends as an answer comes back or its
+ * timer fires, so a burst holds at most one call a connection, where with
+ * 64 streams the timer's ticks send a few dozen at once. One call a
+ * connection holds a call back while the one before is answered: the
+ * due-time row counts that wait.
  */
 const SHAPES: H2loadShape[] = [H2LOAD_SHAPE, { connections: 8, streams: 1 }]
 
