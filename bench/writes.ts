@@ -68,7 +68,8 @@ async function openLoop(servers: readonly Replica[], rate: number, ms: number, t
     const server = i % servers.length
     pending.push(
       grant(servers[server] as Replica, `${tag}_${i}`).then(
-        (reply) => note(run, reply, server, servers.length),
+        // From the time it was due, not the time it went out: a sender running late adds its lag to the write's latency.
+        (reply) => note(run, reply, server, servers.length, performance.now() - due),
         () => {
           run.failed++
         },
@@ -80,8 +81,8 @@ async function openLoop(servers: readonly Replica[], rate: number, ms: number, t
   return run
 }
 
-function note(run: Run, reply: Reply, server: number, servers: number): void {
-  run.latencies.push(reply.ms)
+function note(run: Run, reply: Reply, server: number, servers: number, ms = reply.ms): void {
+  run.latencies.push(ms)
   if (reply.status !== 200 || typeof reply.data.revision !== 'number' || reply.data.changed !== true) {
     run.failed++
     return
