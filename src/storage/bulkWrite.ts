@@ -26,7 +26,7 @@ export function takesBulk(tx: Queryable, record: Pick<WriteRecord, 'audit'>): bo
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
 
 /** One column in COPY's text format: `\N` for null; a backslash, tab or line end escaped. */
-function copyField(value: string | null | undefined): string {
+export function copyField(value: string | null | undefined): string {
   if (value === null || value === undefined) return '\\N'
   return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c] ?? c) : value
 }
