@@ -26,7 +26,7 @@ export function takesBulk(tx: Queryable, record: Pick<WriteRecord, 'audit'>): bo
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
 
 /** One column in COPY's text format: `\N` for null; a backslash, tab or line end escaped. */
-function copyField(value: string | null | undefined): string {
+export function copyField(value: string | null | undefined): string {
   if (value === null || value === undefined) return '\\N'
   return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c] ?? c) : value
 }
@@ -51,7 +51,12 @@ function* auditLines(parts: readonly AuditColumns[]): Generator<string> {
   for (const columns of parts) {
     const rows = columns[0]?.length ?? 0
     const lines = new Array<string>(rows)
-    for (let r = 0; r < rows; r++) lines[r] = columns.map((column) => copyField(column[r])).join('\t')
+    // Joined by hand: no array per row (map, join) for the collector to clear, a million of them on a large import.
+    for (let r = 0; r < rows; r++) {
+      let line = ''
+      for (let c = 0; c < columns.length; c++) line += (c === 0 ? '' : '\t') + copyField(columns[c]?.[r])
+      lines[r] = line
+    }
     yield `${lines.join('\n')}\n`
   }
 }

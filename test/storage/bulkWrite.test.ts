@@ -8,6 +8,7 @@ import { auditHead, iterateAuditChain } from '../../src/storage/audit.js'
 import { BULK_AUDIT_ROWS, takesBulk } from '../../src/storage/bulkWrite.js'
 import type { Queryable, Row } from '../../src/storage/db.js'
 import { migrate } from '../../src/storage/migrate.js'
+import { insertRule, insertRules } from '../../src/storage/policyRows.js'
 import { LOCK_REVISION, lockedRevision } from '../../src/storage/revision.js'
 import { recordWrite } from '../../src/storage/writeRecord.js'
 import { backend, freshDatabase } from '../helper.js'
@@ -88,4 +89,34 @@ t.test('a write of many rows records the same audit rows, chain, feed row and st
   t.equal(verifier.rows, 2 * audit.length)
   const { rows: revision } = await db.query<{ revision: string }>('SELECT revision::text AS revision FROM store_revision')
   t.equal(revision[0]?.revision, String(bound.revision))
+})
+
+t.test('many policy rows are copied in where the store takes COPY, each reported as one statement at a time reports it', async (t) => {
+  const db = await freshDatabase(t, { migrated: true })
+  await migrate(db)
+  // Rules stored already, repeated in the list, and odd characters COPY escapes, among many new ones.
+  const rulesOf = (role: string) =>
+    Array.from({ length: BULK_AUDIT_ROWS + 50 }, (_, i) => [i % 997 === 0 ? `${role}\\${i}\t"x"\n` : role, 'global', `obj${i}`, 'read', i % 2 === 0 ? 'allow' : 'deny'])
+  const insertAll = async (role: string, through: (tx: Queryable) => Queryable) => {
+    const rules = rulesOf(role)
+    for (const i of [3, 400, BULK_AUDIT_ROWS + 9]) await insertRule(db, 'p', rules[i] as string[])
+    const list = [...rules, rules[7] as string[], rules[400] as string[], rules[5000] as string[]]
+    let copies = 0
+    const answer = await db.transaction(async (tx: Queryable) => {
+      const q = through(tx)
+      const copyFrom = q.copyFrom?.bind(q)
+      const counted: Queryable = copyFrom === undefined ? q : { ...q, query: q.query.bind(q), queryArrays: q.queryArrays.bind(q), exec: q.exec.bind(q), copyFrom: (target, lines) => ((copies += 1), copyFrom(target, lines)) }
+      return insertRules(counted, 'p', list)
+    })
+    const { rows } = await db.query<{ v2: string }>('SELECT substr(v0, length($1) + 1) || v1 || v2 || v3 || v4 || v5 AS v2 FROM casbin_rule WHERE left(v0, length($1)) = $1 ORDER BY casbin_rule.id', [role])
+    return { answer, copies, stored: rows.map((r) => r.v2), list }
+  }
+  const copied = await insertAll('copied', (tx) => tx)
+  const bound = await insertAll('bound', (tx) => ({ query: tx.query.bind(tx), queryArrays: tx.queryArrays.bind(tx), exec: tx.exec.bind(tx) }))
+  t.equal(copied.copies, backend === 'postgres' ? 1 : 0, 'PostgreSQL copies the rules in; PGlite binds them')
+  const expected = copied.list.map((_, i) => i < BULK_AUDIT_ROWS + 50 && ![3, 400, BULK_AUDIT_ROWS + 9].includes(i))
+  t.same(copied.answer, expected, 'stored already and repeated rules are false, every other one true')
+  t.same(bound.answer, expected, 'the same answer without COPY')
+  t.equal(copied.stored.length, BULK_AUDIT_ROWS + 50, 'each rule stored once')
+  t.same(copied.stored, bound.stored, 'stored in the same order, the list order after the ones stored before')
 })
