@@ -144,8 +144,10 @@ export async function rounds(variants: Variant[], seconds: number, count: number
   const runs: LoadRun[][] = Array.from({ length: width }, () => [])
   for (let round = 0; round < count; round++) {
     const servers: Server[] = []
+    const started = performance.now()
     try {
       for (const variant of variants) servers.push(await variant.start())
+      process.stderr.write(`  round ${round + 1} of ${count}: ${servers.length} server processes started in ${((performance.now() - started) / 1000).toFixed(1)} s\n`)
       const targets = variants.flatMap((variant, v) => variant.targets.map((target) => ({ ...target, server: servers[v] as Server })))
       for (const target of targets) await load(target, warmSeconds)
       for (let k = 0; k < width; k++) {
