@@ -146,7 +146,11 @@ export async function rounds(variants: Variant[], seconds: number, count: number
     const servers: Server[] = []
     const started = performance.now()
     try {
-      for (const variant of variants) servers.push(await variant.start())
+      // Started together: a start is mostly seeding and compiling, and on a shared machine each process gets its own share.
+      const starts = await Promise.allSettled(variants.map((variant) => variant.start()))
+      for (const start of starts) if (start.status === 'fulfilled') servers.push(start.value)
+      const failed = starts.find((start): start is PromiseRejectedResult => start.status === 'rejected')
+      if (failed !== undefined) throw failed.reason
       process.stderr.write(`  round ${round + 1} of ${count}: ${servers.length} server processes started in ${((performance.now() - started) / 1000).toFixed(1)} s\n`)
       const targets = variants.flatMap((variant, v) => variant.targets.map((target) => ({ ...target, server: servers[v] as Server })))
       for (const target of targets) await load(target, warmSeconds)
