@@ -28,10 +28,20 @@ export interface Server {
   stop: () => Promise<void>
 }
 
-/** Spawns `node [nodeArgs] --import tsx <script> [args]` and waits for its `READY <port> <token>` on stderr. */
-export async function spawnServer(script: string, args: string[], nodeArgs: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<Server> {
+/**
+ * Spawns `[launcher] node [nodeArgs] --import tsx <script> [args]` and waits for its `READY <port> <token>` on
+ * stderr. A launcher (`taskset -c 1`, `setarch -R`) must exec node in its own process, so the pid read is node's.
+ */
+export async function spawnServer(
+  script: string,
+  args: string[],
+  nodeArgs: string[] = [],
+  env: NodeJS.ProcessEnv = process.env,
+  launcher: readonly string[] = [],
+): Promise<Server> {
   const path = new URL(script, import.meta.url).pathname
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env })
+  const command = [...launcher, process.execPath, ...nodeArgs, '--import', 'tsx', path, ...args]
+  const child = spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   return new Promise((resolve, reject) => {
     let err = ''
@@ -110,25 +120,50 @@ export const median = (values: number[]): number => {
   return sorted[Math.floor(sorted.length / 2)] as number
 }
 
+/** A server process of one variant, started afresh each round, and what is asked of it. */
+export interface Variant {
+  start: () => Promise<Server>
+  targets: Array<Omit<Target, 'server'>>
+}
+
 /**
- * Loads every target once per round, the order rotating from round to round,
- * after one warm-up each. Returns the runs per target, round by round, so
- * ratios can be taken within a round: the machine's load drifts over
- * seconds, and comparing runs made back to back cancels the drift.
+ * Each round starts a fresh process of every variant (the yardstick's
+ * included), warms each of its targets for `warmSeconds` (a fresh process
+ * under load is still compiling its hot code a few seconds in), loads every
+ * target once, the order rotating from round to round, and stops the
+ * processes. Returns the runs per target (the variants' targets in order),
+ * round by round. Two processes of the same code differ in CPU per request
+ * by more than the changes being measured, so one process per variant for
+ * the whole run would make every ratio a draw of two processes' luck: with a
+ * fresh pair each round, the median over the rounds is over independent
+ * pairs, and a ratio taken within a round still cancels the machine's drift
+ * over seconds.
  */
-export async function rounds(targets: Target[], seconds: number, count: number): Promise<LoadRun[][]> {
-  for (const target of targets) await load(target, Math.min(seconds, 2))
-  const runs: LoadRun[][] = targets.map(() => [])
+export async function rounds(variants: Variant[], seconds: number, count: number, warmSeconds: number): Promise<LoadRun[][]> {
+  const width = variants.reduce((n, v) => n + v.targets.length, 0)
+  const runs: LoadRun[][] = Array.from({ length: width }, () => [])
   for (let round = 0; round < count; round++) {
-    for (let k = 0; k < targets.length; k++) {
-      const t = (round + k) % targets.length
-      ;(runs[t] as LoadRun[]).push(await load(targets[t] as Target, seconds))
+    const servers: Server[] = []
+    const started = performance.now()
+    try {
+      // Started together: a start is mostly seeding and compiling, and on a shared machine each process gets its own share.
+      const starts = await Promise.allSettled(variants.map((variant) => variant.start()))
+      for (const start of starts) if (start.status === 'fulfilled') servers.push(start.value)
+      const failed = starts.find((start): start is PromiseRejectedResult => start.status === 'rejected')
+      if (failed !== undefined) throw failed.reason
+      process.stderr.write(`  round ${round + 1} of ${count}: ${servers.length} server processes started in ${((performance.now() - started) / 1000).toFixed(1)} s\n`)
+      const targets = variants.flatMap((variant, v) => variant.targets.map((target) => ({ ...target, server: servers[v] as Server })))
+      for (const target of targets) await load(target, warmSeconds)
+      for (let k = 0; k < width; k++) {
+        const t = (round + k) % width
+        ;(runs[t] as LoadRun[]).push(await load(targets[t] as Target, seconds))
+      }
+    } finally {
+      for (const server of servers) await server.stop()
     }
   }
   return runs
 }
 
-/** Median over the rounds of a figure of `a` divided by the same of `b`. */
-export function roundRatio(a: LoadRun[], b: LoadRun[], figure: (run: LoadRun) => number): number {
-  return median(a.map((run, i) => figure(run) / figure(b[i] as LoadRun)))
-}
+/** A figure of `a` divided by the same of `b`, round by round. */
+export const roundRatios = (a: LoadRun[], b: LoadRun[], figure: (run: LoadRun) => number): number[] => a.map((run, i) => figure(run) / figure(b[i] as LoadRun))

@@ -8,7 +8,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { buildRunner, loadPhasesApart, spawnToReady } from './coldStart.js'
 import { EDITED_MATCHER, writeEditedModel } from './editedModel.js'
-import { load, median, rounds, roundRatio, spawnServer, type LoadRun, type Server, type Target } from './http.js'
+import { load, median, rounds, roundRatios, spawnServer, type LoadRun, type Server, type Target, type Variant } from './http.js'
 import { topFrames } from './profile.js'
 import type { PermissionEngine } from '../src/engine/engine.js'
 import type { Database } from '../src/storage/db.js'
@@ -19,6 +19,8 @@ const gc = (globalThis as { gc?: () => void }).gc
 const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick')
 const HTTP_SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? (QUICK ? 2 : 3))
 const HTTP_ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? (QUICK ? 3 : 7))
+/** Load on each route of a fresh server process before its measured run. */
+const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 4)
 /**
  * BENCH_ROUTES=check,denies,…: only these HTTP rows beside the bare route, and nothing else (no other size,
  * profile or script): an A/B of the hot path in a few minutes. The names are ROUTE_KEYS'.
@@ -142,17 +144,19 @@ const CHECK_PATH = '/v2/authz/check?obj=orders&act=read'
 /** BENCH_ROUTES' names of appTargets' rows, in their order. */
 const APP_ROUTES: readonly RouteKey[] = ['healthz', 'check', 'verify', 'verify-headers', 'verify-prefix', 'batch']
 
+type Ask = Omit<Target, 'server'>
+
 /** The routes measured against the bare Fastify route, each with what its answer must be. */
-function appTargets(server: Server, label = ''): Target[] {
-  const all: Target[] = [
-    { name: `GET /healthz${label}`, server, path: '/healthz', status: 200 },
-    { name: `GET /v2/authz/check${label}`, server, path: CHECK_PATH, status: 200 },
+function appTargets(label = ''): Ask[] {
+  const all: Ask[] = [
+    { name: `GET /healthz${label}`, path: '/healthz', status: 200 },
+    { name: `GET /v2/authz/check${label}`, path: CHECK_PATH, status: 200 },
     // Forward auth for the same pair with the caller's own token: 204 and identity headers, no body.
-    { name: `GET /v2/authz/verify (query)${label}`, server, path: '/v2/authz/verify?obj=orders&act=read', status: 204 },
-    { name: `GET /v2/authz/verify (X-Authz-* headers)${label}`, server, path: '/v2/authz/verify', headers: { 'x-authz-obj': 'orders', 'x-authz-act': 'read' }, status: 204 },
+    { name: `GET /v2/authz/verify (query)${label}`, path: '/v2/authz/verify?obj=orders&act=read', status: 204 },
+    { name: `GET /v2/authz/verify (X-Authz-* headers)${label}`, path: '/v2/authz/verify', headers: { 'x-authz-obj': 'orders', 'x-authz-act': 'read' }, status: 204 },
     // The prefix form (Envoy): the original request after the prefix, decided by gateway/routes.example.json.
-    { name: `GET /v2/authz/verify/* (prefix)${label}`, server, path: '/v2/authz/verify/api/orders/17', status: 200 },
-    { name: `POST /v2/authz/check-batch, 100 checks${label}`, server, path: '/v2/authz/check-batch', method: 'POST', body: BATCH, decisions: 100, status: 200 },
+    { name: `GET /v2/authz/verify/* (prefix)${label}`, path: '/v2/authz/verify/api/orders/17', status: 200 },
+    { name: `POST /v2/authz/check-batch, 100 checks${label}`, path: '/v2/authz/check-batch', method: 'POST', body: BATCH, decisions: 100, status: 200 },
   ]
   return all.filter((_, i) => measured(APP_ROUTES[i] as RouteKey))
 }
@@ -206,26 +210,26 @@ if (!QUICK && !NARROW) {
   await large.store.drop()
 }
 
-const bare = await spawnServer('./bareFastify.ts', [])
-const servers = [bare]
-const targets: Target[] = [{ name: 'bare Fastify route (yardstick)', server: bare, path: '/bare', status: 200 }]
+// Every variant is a process started afresh in each round (see rounds()); the bare route's first.
+const variants: Variant[] = [{ start: () => spawnServer('./bareFastify.ts', []), targets: [{ name: 'bare Fastify route (yardstick)', path: '/bare', status: 200 }] }]
 const logDir = mkdtempSync(join(tmpdir(), 'aps-decisions-'))
 const shadowModel = writeEditedModel()
 for (const [label, script] of checkouts) {
-  const smallServer = await serve(1_000, small.store.schema, {}, script)
-  servers.push(smallServer)
-  targets.push(...appTargets(smallServer, label))
+  const app = appTargets(label)
+  if (app.length > 0) variants.push({ start: () => serve(1_000, small.store.schema, {}, script), targets: app })
   // The check with the decision log writing to a file: `denies` (the default; the bench's allowed check writes nothing) and `all`.
   for (const mode of (['denies', 'all'] as const).filter(measured)) {
-    const logged = await serve(1_000, small.store.schema, { DECISION_LOG: mode, DECISION_LOG_SINKS: `file:${join(logDir, `${mode}${label.length}.ndjson`)}` }, script)
-    servers.push(logged)
-    targets.push({ name: `GET /v2/authz/check, DECISION_LOG=${mode}, file sink${label}`, server: logged, path: CHECK_PATH, status: 200 })
+    variants.push({
+      start: () => serve(1_000, small.store.schema, { DECISION_LOG: mode, DECISION_LOG_SINKS: `file:${join(logDir, `${mode}${label.length}.ndjson`)}` }, script),
+      targets: [{ name: `GET /v2/authz/check, DECISION_LOG=${mode}, file sink${label}`, path: CHECK_PATH, status: 200 }],
+    })
   }
   // The check with a shadow model comparing every decision (SHADOW_SAMPLE=1): the edited model, which answers as the shipped one.
   if (measured('shadow')) {
-    const shadowed = await serve(1_000, small.store.schema, { SHADOW_MODEL_PATH: shadowModel.path, SHADOW_SAMPLE: '1' }, script)
-    servers.push(shadowed)
-    targets.push({ name: `GET /v2/authz/check, a shadow model comparing every decision${label}`, server: shadowed, path: CHECK_PATH, status: 200 })
+    variants.push({
+      start: () => serve(1_000, small.store.schema, { SHADOW_MODEL_PATH: shadowModel.path, SHADOW_SAMPLE: '1' }, script),
+      targets: [{ name: `GET /v2/authz/check, a shadow model comparing every decision${label}`, path: CHECK_PATH, status: 200 }],
+    })
   }
 }
 let huge: InProcess | null = null
@@ -261,29 +265,34 @@ if (postgresUrl !== undefined && !QUICK && !NARROW) {
   record('load step: Casbin model filled from rows in memory', `${fmt(phases.casbinMs)} ms`, `(${fmt(phases.casbinHeapPerRule)} B heap per rule)`)
   record("load step: the model's row tables (for in-place changes; built in the background once the service is ready)", `${fmt(phases.rowTablesMs)} ms`)
   record('load step: decision index built from the rows', `${fmt(phases.indexMs)} ms`, `(${fmt(phases.indexHeapPerRule)} B heap per rule)`)
-  const hugeServer = await serve(1_000_000, huge.store.schema)
-  servers.push(hugeServer)
-  targets.push({ name: 'GET /v2/authz/check, 1M rules', server: hugeServer, path: CHECK_PATH, status: 200 })
+  const hugeSchema = huge.store.schema
+  variants.push({ start: () => serve(1_000_000, hugeSchema), targets: [{ name: 'GET /v2/authz/check, 1M rules', path: CHECK_PATH, status: 200 }] })
 }
+/** The median of `values` and, beside it, their range: a reader sees how far the processes were apart. */
+const withRange = (values: number[], digits: number, unit = '') =>
+  `${fmt(median(values), digits)}${unit} (${fmt(Math.min(...values), digits)}-${fmt(Math.max(...values), digits)})`
+const httpStarted = performance.now()
 try {
-  const runs = await rounds(targets, HTTP_SECONDS, HTTP_ROUNDS)
+  const runs = await rounds(variants, HTTP_SECONDS, HTTP_ROUNDS, WARM_SECONDS)
   const yardstick = runs[0] as LoadRun[]
   httpLines.push(
-    '| route | req/s | decisions/s | p50 / p99 ms | server CPU per request | req/s vs bare | req per CPU s vs bare |',
+    '| route | req/s | decisions/s | p50 / p99 ms | server CPU per request (min-max over the processes) | req/s vs bare | req per CPU s vs bare (min-max over the rounds) |',
     '|---|---:|---:|---:|---:|---:|---:|',
   )
-  targets.forEach((target, t) => {
-    const mine = runs[t] as LoadRun[]
-    const rate = median(mine.map(rps))
-    httpLines.push(
-      `| ${target.name} | ${fmt(rate)} | ${target.decisions === undefined ? '' : fmt(rate * target.decisions)} | ${median(mine.map((r) => r.p50))} / ${median(mine.map((r) => r.p99))} | ${fmt(median(mine.map((r) => r.cpuPerRequest)), 1)} µs | ${fmt(roundRatio(mine, yardstick, rps), 2)} | ${fmt(roundRatio(mine, yardstick, perCpuSecond), 2)} |`,
-    )
-  })
+  variants
+    .flatMap((variant) => variant.targets)
+    .forEach((target, t) => {
+      const mine = runs[t] as LoadRun[]
+      const rate = median(mine.map(rps))
+      httpLines.push(
+        `| ${target.name} | ${fmt(rate)} | ${target.decisions === undefined ? '' : fmt(rate * target.decisions)} | ${median(mine.map((r) => r.p50))} / ${median(mine.map((r) => r.p99))} | ${withRange(mine.map((r) => r.cpuPerRequest), 1, ' µs')} | ${fmt(median(roundRatios(mine, yardstick, rps)), 2)} | ${withRange(roundRatios(mine, yardstick, perCpuSecond), 2)} |`,
+      )
+    })
 } finally {
-  for (const server of servers) await server.stop()
   rmSync(logDir, { recursive: true, force: true })
   shadowModel.remove()
 }
+const httpEnded = performance.now()
 if (!NARROW) {
   await profileRoute(1_000, small.store.schema, 'GET /v2/authz/check', { path: CHECK_PATH, status: 200 })
   await profileRoute(1_000, small.store.schema, 'POST /v2/authz/check-batch, 100 checks', { path: '/v2/authz/check-batch', method: 'POST', body: BATCH, status: 200 })
@@ -317,7 +326,7 @@ process.stdout.write(
     `command: ${command}`,
     `date: ${started.toISOString()}`,
     `machine: ${cpus().length} × ${cpu}, ${fmt(totalmem() / 2 ** 30, 1)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`,
-    `store: ${postgresUrl !== undefined ? 'PostgreSQL' : 'PGlite (in memory)'}; HTTP: autocannon, 32 connections, ${HTTP_SECONDS} s per run, ${HTTP_ROUNDS} rounds of every route in turn, medians; ratios taken within each round; server LOG_LEVEL=info, CHECK_LOG_LEVEL default`,
+    `store: ${postgresUrl !== undefined ? 'PostgreSQL' : 'PGlite (in memory)'}; HTTP: autocannon, 32 connections, ${HTTP_SECONDS} s per run after ${WARM_SECONDS} s of warm-up, ${HTTP_ROUNDS} rounds of every route in turn, medians; each round with fresh server processes of every variant (bare included), so a ratio is the median over ${HTTP_ROUNDS} independent process pairs, taken within each round; the HTTP rows took ${fmt((httpEnded - httpStarted) / 1000)} s; server LOG_LEVEL=info, CHECK_LOG_LEVEL default`,
     '',
     ...httpLines,
     '',
