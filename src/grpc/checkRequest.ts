@@ -67,10 +67,7 @@ class CheckRequestReader {
   private method: string | undefined = undefined
   private path: string | undefined = undefined
   /** READ_HEADERS's values, in that order. */
-  private authorization: string | undefined = undefined
-  private acceptLanguage: string | undefined = undefined
-  private requestId: string | undefined = undefined
-  private forwardedFor: string | undefined = undefined
+  private readonly values: (string | undefined)[] = READ_HEADERS.map(() => undefined)
 
   constructor(private readonly buf: Utf8Slicing) {
     this.len = buf.length
@@ -84,10 +81,10 @@ class CheckRequestReader {
       else this.skipType(tag & 7, 0)
     }
     const headers: CheckRequestRead['headers'] = {}
-    if (this.authorization !== undefined) headers.authorization = this.authorization
-    if (this.acceptLanguage !== undefined) headers['accept-language'] = this.acceptLanguage
-    if (this.requestId !== undefined) headers['x-request-id'] = this.requestId
-    if (this.forwardedFor !== undefined) headers['x-forwarded-for'] = this.forwardedFor
+    for (let i = 0; i < READ_HEADERS.length; i++) {
+      const value = this.values[i]
+      if (value !== undefined) headers[READ_HEADERS[i] as ReadHeader] = value
+    }
     return { method: this.method, path: this.path, headers }
   }
 
@@ -106,10 +103,7 @@ class CheckRequestReader {
     this.len = end
     this.method = undefined
     this.path = undefined
-    this.authorization = undefined
-    this.acceptLanguage = undefined
-    this.requestId = undefined
-    this.forwardedFor = undefined
+    this.values.fill(undefined)
     while (this.pos < end) {
       const tag = this.uint32()
       const field = tag >>> 3
@@ -163,20 +157,8 @@ class CheckRequestReader {
       } else this.skipType(tag & 7, depth)
     }
     this.len = outer
-    switch (this.readHeader(keyStart, keyEnd)) {
-      case 0:
-        this.authorization = this.buf.utf8Slice(valueStart, valueEnd)
-        return
-      case 1:
-        this.acceptLanguage = this.buf.utf8Slice(valueStart, valueEnd)
-        return
-      case 2:
-        this.requestId = this.buf.utf8Slice(valueStart, valueEnd)
-        return
-      case 3:
-        this.forwardedFor = this.buf.utf8Slice(valueStart, valueEnd)
-        return
-    }
+    const header = this.readHeader(keyStart, keyEnd)
+    if (header >= 0) this.values[header] = this.buf.utf8Slice(valueStart, valueEnd)
   }
 
   /** Which of READ_HEADERS the key's bytes spell, or -1. */
